@@ -19,7 +19,7 @@ from .metrics import accuracy, matrix_correlation, mse, r2_score, subspace_overl
 from .models import RFMClassifier, RFMRegressor
 from .solvers import kernel_matrix, solve_krr
 from .utils import get_device, make_generator, psd_power, seed_everything, to_numpy, top_eigenvectors
-from . import data, metrics, kernels, solvers, utils  # noqa: E402
+from . import book, data, metrics, kernels, solvers, utils  # noqa: E402
 
 __version__ = "0.1.0"
 
@@ -28,5 +28,5 @@ __all__ = [
     "RFMClassifier", "RFMRegressor", "accuracy", "agop", "as_feature_matrix", "feature_update", "get_device",
     "get_kernel", "kernel_agop", "kernel_gradients", "kernel_matrix", "make_generator", "matrix_correlation", "mse",
     "psd_power", "r2_score", "seed_everything", "solve_krr", "subspace_overlap", "to_numpy", "top_eigenspace_overlap",
-    "top_eigenvectors", "data", "metrics", "kernels", "solvers", "utils",
+    "top_eigenvectors", "book", "data", "metrics", "kernels", "solvers", "utils",
 ]
