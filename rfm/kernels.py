@@ -164,8 +164,11 @@ class Kernel:
     def __init__(self, bandwidth: float = 1.0):
         self.bandwidth = float(check_number("bandwidth", bandwidth, low=0, low_inclusive=False))
 
-    def from_gram(self, S, zz, xx):
-        """Kernel block K_ji = k(z_j, x_i) from S_ji = <z~_j, x~_i>, zz_j = |z~_j|^2, xx_i = |x~_i|^2."""
+    def from_gram(self, S, zz, xx, coincident=None):
+        """Kernel block K_ji = k(z_j, x_i) from S_ji = <z~_j, x~_i>, zz_j = |z~_j|^2, xx_i = |x~_i|^2.
+
+        Radial kernels take the distance of ``coincident`` pairs (a boolean mask) as exactly 0: the matmul formula
+        leaves a rounding residue there that the Laplace kernel's square root turns into a visible error."""
         raise NotImplementedError
 
     def grad_weights(self, S, zz, xx, K):
@@ -178,7 +181,11 @@ class Kernel:
         Z = X if Z is None else check_matrix(Z, "Z", dtype=X.dtype, device=X.device)
         fm = as_feature_matrix(M, X.shape[1])
         Xt, Zt = fm.transform(X), fm.transform(Z)
-        return self.from_gram(Xt @ Zt.T, Xt.square().sum(1), Zt.square().sum(1))
+        coincident = None
+        if self.radial:
+            x_ids, z_ids = row_ids(X, Z)
+            coincident = x_ids[:, None] == z_ids[None, :]
+        return self.from_gram(Xt @ Zt.T, Xt.square().sum(1), Zt.square().sum(1), coincident)
 
     def __call__(self, X, Z=None, M=None):
         return self.matrix(X, Z, M)
@@ -191,8 +198,9 @@ class Kernel:
         return type(self) is type(other) and vars(self) == vars(other)
 
 
-def _sqdist(S, zz, xx):
-    return (zz[:, None] + xx[None, :] - 2 * S).clamp_min_(0)
+def _sqdist(S, zz, xx, coincident=None):
+    D2 = (zz[:, None] + xx[None, :] - 2 * S).clamp_min_(0)
+    return D2 if coincident is None else D2.masked_fill_(coincident, 0.0)
 
 
 class LaplaceKernel(Kernel):
@@ -204,8 +212,8 @@ class LaplaceKernel(Kernel):
         super().__init__(bandwidth)
         self.exponent = float(check_number("exponent", exponent, low=0, low_inclusive=False, high=2))
 
-    def from_gram(self, S, zz, xx):
-        D2 = _sqdist(S, zz, xx)
+    def from_gram(self, S, zz, xx, coincident=None):
+        D2 = _sqdist(S, zz, xx, coincident)
         q, L = self.exponent, self.bandwidth
         if q == 1:
             return D2.sqrt_().div_(-L).exp_()
@@ -231,8 +239,8 @@ class GaussianKernel(Kernel):
     def __init__(self, bandwidth: float = 1.0):
         super().__init__(bandwidth)
 
-    def from_gram(self, S, zz, xx):
-        return _sqdist(S, zz, xx).div_(-2 * self.bandwidth**2).exp_()
+    def from_gram(self, S, zz, xx, coincident=None):
+        return _sqdist(S, zz, xx, coincident).div_(-2 * self.bandwidth**2).exp_()
 
     def grad_weights(self, S, zz, xx, K):
         return K * (-1.0 / self.bandwidth**2)
@@ -249,7 +257,7 @@ class PolynomialKernel(Kernel):
         self.degree = int(check_number("degree", degree, low=1, integer=True))
         self.c = float(check_number("c", c, low=0))
 
-    def from_gram(self, S, zz, xx):
+    def from_gram(self, S, zz, xx, coincident=None):
         return (S / self.bandwidth**2 + self.c) ** self.degree
 
     def grad_weights(self, S, zz, xx, K):
@@ -327,7 +335,7 @@ def predictor_grad_transformed(kernel: Kernel, Zt, Xt, alpha, coincident=None, *
     zz = Zt.square().sum(1)
     xx = Xt.square().sum(1) if xx is None else xx
     S = Zt @ Xt.T
-    K = kernel.from_gram(S.clone(), zz, xx)
+    K = kernel.from_gram(S.clone(), zz, xx, coincident)
     W = kernel.grad_weights(S, zz, xx, K)
     del K
     if coincident is not None and kernel.radial:
@@ -353,8 +361,13 @@ class _KernelPredict(torch.autograd.Function):
     def forward(ctx, Z, kernel, fm, X, Xt, alpha, xx, mem_bytes):
         Zt = fm.transform(Z)
         zz = Zt.square().sum(1)
+        z_ids, x_ids = row_ids(Z, X) if kernel.radial else (None, None)
         rows = block_rows(Xt.shape[0], 3 * Xt.shape[0], Z.element_size(), mem_bytes)
-        out = torch.cat([kernel.from_gram(Zb @ Xt.T, zb, xx) @ alpha for Zb, zb in zip(Zt.split(rows), zz.split(rows))])
+        out = torch.empty(Z.shape[0], alpha.shape[1], dtype=Z.dtype, device=Z.device)
+        for i in range(0, Z.shape[0], rows):
+            sl = slice(i, i + rows)
+            mask = None if z_ids is None else z_ids[sl, None] == x_ids[None, :]
+            out[sl] = kernel.from_gram(Zt[sl] @ Xt.T, zz[sl], xx, mask) @ alpha
         ctx.save_for_backward(Z, X, Xt, alpha, xx)
         ctx.kernel, ctx.fm, ctx.mem_bytes = kernel, fm, mem_bytes
         return out

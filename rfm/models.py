@@ -113,7 +113,7 @@ class _BaseRFM(BaseEstimator):
         for t in range(self.iters + 1):
             t0 = time.perf_counter()
             Xt = fm.transform(X)
-            K = kernel_matrix(kernel, Xt, transformed=True, mem_bytes=mem)
+            K = kernel_matrix(kernel, Xt, transformed=True, ids=None if ids is None else (ids, ids), mem_bytes=mem)
             alpha, method = solve_krr(K, Y, self.reg, overwrite=True)
             del K
             self._set_state(fm, alpha, Xt)
