@@ -1,0 +1,65 @@
+"""Matrix correlations, subspace overlaps, PSD powers and prediction metrics on known answers."""
+import numpy as np
+import pytest
+import torch
+
+import rfm
+
+
+def test_pearson_ignores_a_constant_shift_and_cosine_does_not():
+    A = torch.tensor([[2.0, 1.0], [1.0, 3.0]])
+    assert rfm.matrix_correlation(A, A + 5.0) == pytest.approx(1.0)
+    assert rfm.matrix_correlation(A, A + 5.0, kind="cosine") < 0.99
+    assert rfm.matrix_correlation(A, 3 * A, kind="cosine") == pytest.approx(1.0)
+    assert rfm.matrix_correlation(A, -A) == pytest.approx(-1.0)
+
+
+def test_correlation_matches_numpy_corrcoef():
+    g = np.random.default_rng(0)
+    A, B = g.normal(size=(5, 5)), g.normal(size=(5, 5))
+    assert rfm.matrix_correlation(A, B) == pytest.approx(np.corrcoef(A.ravel(), B.ravel())[0, 1])
+
+
+def test_correlation_errors_are_named():
+    with pytest.raises(ValueError, match="same shape"):
+        rfm.matrix_correlation(torch.ones(2, 2), torch.ones(3, 3))
+    with pytest.raises(ValueError, match="constant"):
+        rfm.matrix_correlation(torch.ones(2, 2), torch.eye(2))
+    with pytest.raises(ValueError, match="kind must be one of"):
+        rfm.matrix_correlation(torch.eye(2), torch.eye(2), kind="spearman")
+
+
+def test_subspace_overlap_known_values():
+    E = torch.eye(4)
+    assert rfm.subspace_overlap(E[:, :2], E[:, :2]) == pytest.approx(1.0)
+    assert rfm.subspace_overlap(E[:, :2], E[:, 2:]) == pytest.approx(0.0)
+    v = (E[:, 0] + E[:, 2])[:, None]  # half in span(e1, e2)
+    assert rfm.subspace_overlap(E[:, :2], v) == pytest.approx(0.5)
+    M = torch.diag(torch.tensor([0.1, 5.0, 4.0, 0.2]))
+    assert rfm.top_eigenspace_overlap(M, [1, 2]) == pytest.approx(1.0)
+    assert rfm.top_eigenspace_overlap(M, [0, 1]) == pytest.approx(0.5)
+
+
+def test_psd_power_square_root_and_clamping():
+    g = torch.Generator().manual_seed(0)
+    F = torch.randn(5, 3, generator=g, dtype=torch.float64)
+    A = F @ F.T  # rank 3: two zero eigenvalues that round to tiny negatives
+    R = rfm.psd_power(A, 0.5)
+    torch.testing.assert_close(R @ R, A, rtol=1e-8, atol=1e-10)
+    assert torch.isfinite(R).all()
+    torch.testing.assert_close(rfm.psd_power(torch.tensor([4.0, -1e-9]), 0.5), torch.tensor([2.0, 0.0]))
+
+
+def test_prediction_metrics():
+    y = torch.tensor([1.0, 2.0, 3.0])
+    assert rfm.r2_score(y, y) == 1.0
+    assert rfm.r2_score(y, torch.full((3,), 2.0)) == pytest.approx(0.0)
+    assert rfm.mse(y, y + 1) == pytest.approx(1.0)
+    assert rfm.accuracy(torch.tensor([1, 2, 3]), torch.tensor([1, 0, 3])) == pytest.approx(2 / 3)
+
+
+def test_seeding_and_devices():
+    g1, g2 = rfm.make_generator(5), rfm.make_generator(5)
+    assert torch.equal(torch.rand(3, generator=g1), torch.rand(3, generator=g2))
+    assert rfm.get_device("cpu").type == "cpu"
+    assert rfm.get_device(None).type == ("cuda" if torch.cuda.is_available() else "cpu")
