@@ -17,13 +17,32 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install -q -e ".[book,test]"
 	touch $@
 
-# Build the book (executes each chapter once, through the jupyter-cache, with warnings as errors).
+# Build the book into _build/html: executes each chapter once (shared with the chapter tests through the
+# jupyter-cache in _build/.jupyter_cache, cleared when rfm/ or pyproject.toml change), warnings are errors.
+# BOOK_JOBS=2 make book executes uncached chapters two at a time.
 book: setup
 	$(PY) scripts/build_book.py
 
 # All tests: unit tests, notebook pairs in sync, every chapter in the smoke profile (sharing the book's cache).
 test: setup
 	$(PY) -m pytest -q
+
+# Unit tests only (no chapter executions).
+unit: setup
+	$(PY) -m pytest -q --ignore=tests/test_chapters.py --ignore=tests/test_rerun.py
+
+# Only the chapters (reusing the book's executions when they are cached).
+chapters: setup
+	$(PY) -m pytest -q tests/test_chapters.py
+
+# Regenerate every chapter's .ipynb twin from its .py source (keeps cell ids; no outputs).
+sync: setup
+	for f in notebooks/*.py; do [ -e "$$f" ] && $(VENV)/bin/jupytext --sync "$$f"; done; true
+
+# Open the built chapter in headless Chromium: screenshot in _build/screenshots/, figure shown, no error output.
+browser-check: setup
+	@test -f _build/html/index.html || { echo "browser-check: build the book first (make book)"; exit 1; }
+	$(PY) scripts/browser_check.py
 
 bench: setup
 	$(PY) -m pip install -q "xrfm==0.4.5"
