@@ -19,7 +19,7 @@ $(VENV)/.installed: pyproject.toml
 
 # Build the book into _build/html: executes each chapter once (shared with the chapter tests through the
 # jupyter-cache in _build/.jupyter_cache, cleared when rfm/ or pyproject.toml change), warnings are errors.
-# BOOK_JOBS=2 make book executes uncached chapters two at a time.
+# Uncached chapters are executed two at a time (BOOK_JOBS=1 make book: one by one, by jupyter-book itself).
 book: setup
 	$(PY) scripts/build_book.py
 

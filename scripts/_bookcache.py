@@ -151,6 +151,50 @@ def execute_into_cache(path: Path, timeout: int = TIMEOUT) -> Execution:
     return execution
 
 
+def _execute_worker(path: str, threads: int, timeout: int):
+    # Each kernel inherits this environment: share the cores instead of oversubscribing them.
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ.setdefault(var, str(threads))
+    import nbformat
+
+    ex = execute(Path(path), timeout)
+    return path, nbformat.writes(ex.notebook), ex.seconds, ex.error
+
+
+def default_jobs() -> int:
+    """BOOK_JOBS, else 2 on a machine with 2 or more cores."""
+    return max(1, int(os.environ.get("BOOK_JOBS", min(2, os.cpu_count() or 1))))
+
+
+def execute_many_into_cache(paths, jobs: int | None = None, timeout: int = TIMEOUT, log=print) -> dict:
+    """Execute the chapters among ``paths`` that the cache lacks, ``jobs`` at a time, and cache the successes.
+
+    Returns ``{path: formatted error}`` for the chapters that failed (failed runs are not cached)."""
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    import nbformat
+
+    jobs = jobs or default_jobs()
+    todo = [Path(p).resolve() for p in paths if cached_notebook(p) is None]
+    if not todo:
+        return {}
+    threads = max(1, (os.cpu_count() or 1) // min(jobs, len(todo)))
+    log(f"executing {len(todo)} chapter(s), {min(jobs, len(todo))} at a time ({threads} thread(s) each)")
+    failures = {}
+    with ProcessPoolExecutor(max_workers=min(jobs, len(todo))) as pool:
+        futures = [pool.submit(_execute_worker, str(p), threads, timeout) for p in todo]
+        for fut in as_completed(futures):
+            path, text, seconds, error = fut.result()
+            rel = Path(path).relative_to(ROOT) if Path(path).is_relative_to(ROOT) else path
+            if error is None:
+                store(Execution(Path(path), nbformat.reads(text, as_version=4), seconds, None))
+                log(f"executed {rel} in {seconds:.1f} s")
+            else:
+                failures[Path(path)] = error
+                log(f"{rel} FAILED after {seconds:.1f} s")
+    return failures
+
+
 def problems(nb, chapter: str | None = None) -> list[str]:
     """What is wrong with an executed chapter: error outputs, tracebacks on stderr, no Checks summary line."""
     found = []
