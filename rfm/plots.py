@@ -1,0 +1,244 @@
+r"""Figures the chapters share: feature matrices as images, spectra, and per-iteration curves.
+
+Every helper takes matrices as torch tensors or NumPy arrays, returns the :class:`matplotlib.figure.Figure` it drew
+on (so a chapter can pass it to :func:`rfm.book.savefig`), and labels its axes. Helpers that draw a single panel
+accept ``ax=`` to draw into an existing figure.
+
+* :func:`matrix_images` -- a row of matrices as images, on one shared colour scale by default (M over iterations);
+* :func:`matrix_pair`   -- two matrices side by side, each on its own scale (a feature matrix next to an AGOP);
+* :func:`spectrum`      -- the top eigenvalues of one or several symmetric matrices (bars, or lines for many);
+* :func:`curves`        -- metrics against the iteration (or any x), with horizontal reference lines.
+
+Coordinates are numbered from 1 on the axes, as in the papers (x_1, x_2, ...), although the arrays are 0-based.
+"""
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.colors import LogNorm, Normalize
+from matplotlib.ticker import MaxNLocator
+
+from ._checks import check_number
+from .utils import to_numpy
+
+
+def _as_matrix(A, name: str) -> np.ndarray:
+    M = np.asarray(to_numpy(A), dtype=float)
+    if M.ndim != 2:
+        raise ValueError(f"{name} must be a 2-D matrix, got shape {M.shape}")
+    return M
+
+
+def _nice_step(k: int, max_ticks: int = 5) -> int:
+    """The smallest step among 1, 2, 5, 10, 20, 25, 50, ... that puts at most ``max_ticks`` ticks on 1..k."""
+    for magnitude in (1, 10, 100, 1000, 10_000, 100_000):
+        for base in (1, 2, 2.5, 5):
+            step = int(base * magnitude)
+            if step >= 1 and k // step <= max_ticks:
+                return step
+    return k
+
+
+def _coordinate_ticks(ax, k_rows: int, k_cols: int):
+    """Ticks at 1-based coordinates: every one for small blocks, 1 and round numbers otherwise."""
+    for axis, k, which in ((ax.xaxis, k_cols, "x"), (ax.yaxis, k_rows, "y")):
+        if k <= 12:
+            locs = list(range(1, k + 1))
+            if k > 8:
+                ax.tick_params(axis=which, labelsize=7)
+        else:
+            step = _nice_step(k)
+            locs = [1] + [t for t in range(step, k + 1, step) if t > 1]
+        axis.set_ticks([t - 1 for t in locs])
+        axis.set_ticklabels([str(t) for t in locs])
+
+
+def matrix_images(mats, titles=None, *, block: int | None = None, shared_scale: bool = True, symmetric=None,
+                  log: bool = False, log_floor: float = 1e-4, cmap: str | None = None, suptitle: str | None = None,
+                  colorbar_label: str | None = None, xlabel: str = "coordinate j", ylabel: str = "coordinate i",
+                  panel_size: float = 2.4, ncols: int | None = None):
+    """Show matrices as images, in one row or in rows of ``ncols`` panels; returns the Figure.
+
+    ``block=k`` shows the top-left k x k block of each matrix (the relevant coordinates of a low-rank target come
+    first). With ``shared_scale`` (default) all panels use one colour scale and one colour bar, so that a sequence
+    (M over RFM iterations) can be compared by eye; otherwise each panel gets its own bar. ``symmetric`` (default:
+    whether any shown entry is negative) uses a diverging map centred at 0. ``log=True`` shows |entries| on a log
+    scale from ``log_floor`` times the largest up to the largest (smaller entries, zeros included, at the floor):
+    the way to see the small tail of a feature matrix next to its few large entries. A book page is about 8 inches
+    wide: for more than three or four panels, pass ``ncols``."""
+    if hasattr(mats, "shape"):
+        mats = [mats]
+    mats = [_as_matrix(A, f"mats[{i}]") for i, A in enumerate(mats)]
+    if not mats:
+        raise ValueError("mats must hold at least one matrix")
+    if block is not None:
+        check_number("block", block, low=1, integer=True)
+        mats = [A[:block, :block] for A in mats]
+    titles = [None] * len(mats) if titles is None else list(titles)
+    if len(titles) != len(mats):
+        raise ValueError(f"got {len(titles)} titles for {len(mats)} matrices")
+    if log:
+        check_number("log_floor", log_floor, low=0, low_inclusive=False, high=1, high_inclusive=False)
+        mats = [np.abs(A) for A in mats]
+        symmetric = False
+    elif symmetric is None:
+        symmetric = any(float(A.min()) < 0 for A in mats)
+    cmap = cmap or ("RdBu_r" if symmetric else "viridis")
+    if colorbar_label is None:
+        colorbar_label = "|entry| (log scale)" if log else "entry"
+
+    def norm_for(As):
+        hi = max(float(A.max()) for A in As)
+        if log:
+            hi = hi if hi > 0 else 1.0
+            return LogNorm(vmin=hi * log_floor, vmax=hi, clip=True)
+        lo = min(float(A.min()) for A in As)
+        if symmetric:
+            m = max(abs(lo), abs(hi)) or 1.0
+            return Normalize(vmin=-m, vmax=m)
+        return Normalize(vmin=lo, vmax=hi if hi > lo else lo + 1.0)
+
+    n = len(mats)
+    ncols = n if ncols is None else min(n, check_number("ncols", ncols, low=1, integer=True))
+    nrows = -(-n // ncols)
+    width = panel_size * ncols + (1.0 if shared_scale else 0.9 * ncols)
+    fig, grid = plt.subplots(nrows, ncols, figsize=(width, (panel_size + 0.6) * nrows), squeeze=False,
+                             constrained_layout=True)
+    for ax in grid.flat[n:]:
+        ax.set_visible(False)
+    axes = list(grid.flat[:n])
+    shared = norm_for(mats) if shared_scale else None
+    image = None
+    for i, (ax, A, title) in enumerate(zip(axes, mats, titles)):
+        norm = shared if shared_scale else norm_for([A])
+        shown = np.maximum(A, norm.vmin) if log else A
+        image = ax.imshow(shown, cmap=cmap, norm=norm, interpolation="nearest")
+        _coordinate_ticks(ax, *A.shape)
+        ax.set_xlabel(xlabel)
+        if i % ncols == 0:
+            ax.set_ylabel(ylabel)
+        if title:
+            ax.set_title(title, fontsize=10)
+        if not shared_scale:
+            fig.colorbar(image, ax=ax, shrink=0.8, label=colorbar_label if i == n - 1 else None)
+    if shared_scale:
+        fig.colorbar(image, ax=list(grid.flat), shrink=0.8 if nrows == 1 else 0.6, label=colorbar_label)
+    if suptitle:
+        fig.suptitle(suptitle)
+    return fig
+
+
+def matrix_pair(A, B, titles=("A", "B"), *, shared_scale: bool = False, **kwargs):
+    """Two matrices side by side (e.g. a neural feature matrix and an AGOP), each on its own colour scale by default,
+    since such pairs are compared up to scale (by a correlation). Keyword arguments as :func:`matrix_images`."""
+    return matrix_images([A, B], titles, shared_scale=shared_scale, **kwargs)
+
+
+def _eigenvalues(A) -> np.ndarray:
+    arr = np.asarray(to_numpy(A), dtype=float)
+    if arr.ndim == 1:
+        return np.sort(arr)[::-1]
+    if arr.ndim != 2 or arr.shape[0] != arr.shape[1]:
+        raise ValueError(f"expected a square matrix or a vector of eigenvalues, got shape {arr.shape}")
+    return np.linalg.eigvalsh(0.5 * (arr + arr.T))[::-1]
+
+
+def spectrum(matrices, labels=None, *, k: int = 20, normalize: str | None = "max", log: bool = True,
+             kind: str | None = None, color_by=None, color_label: str = "", title: str | None = None,
+             ylabel: str | None = None, ax=None):
+    """The top-``k`` eigenvalues (largest first) of one or several symmetric matrices; returns the Figure.
+
+    ``matrices`` is a matrix, a vector of eigenvalues, or a list of these. ``normalize="max"`` divides each
+    spectrum by its largest eigenvalue (an RFM feature matrix is only defined up to scale); ``None`` plots the raw
+    values. ``kind`` is "bar" (default for one or two spectra) or "line" (default for more). For a single spectrum,
+    ``color_by`` (k values in [0, 1], e.g. how much of each eigenvector lies on the relevant coordinates) colours
+    the bars, with a colour bar labelled ``color_label``. On a log axis, eigenvalues <= 0 are not drawn."""
+    if normalize not in (None, "max"):
+        raise ValueError(f"normalize must be None or 'max', got {normalize!r}")
+    check_number("k", k, low=1, integer=True)
+    single = not isinstance(matrices, (list, tuple))
+    series = [matrices] if single else list(matrices)
+    if not series:
+        raise ValueError("matrices must hold at least one matrix")
+    if labels is None:
+        labels = [None] * len(series)
+    labels = [labels] if isinstance(labels, str) else list(labels)
+    if len(labels) != len(series):
+        raise ValueError(f"got {len(labels)} labels for {len(series)} spectra")
+    kind = kind or ("bar" if len(series) <= 2 else "line")
+    if kind not in ("bar", "line"):
+        raise ValueError(f"kind must be 'bar' or 'line', got {kind!r}")
+    if color_by is not None and len(series) != 1:
+        raise ValueError("color_by colours the bars of a single spectrum; got several spectra")
+
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(6.0, 3.2), constrained_layout=True)
+    else:
+        fig = ax.figure
+    width = 0.8 / len(series)
+    cmap = plt.get_cmap("viridis")
+    for s, (A, label) in enumerate(zip(series, labels)):
+        ev = _eigenvalues(A)[:k]
+        if normalize == "max":
+            top = ev[0] if ev.size and ev[0] > 0 else 1.0
+            ev = ev / top
+        idx = np.arange(1, ev.size + 1)
+        shown = ev > 0 if log else np.ones_like(ev, dtype=bool)
+        if kind == "bar":
+            offset = (s - (len(series) - 1) / 2) * width
+            color = None
+            if color_by is not None:
+                c = np.asarray(to_numpy(color_by), dtype=float)[:k]
+                if c.shape != ev.shape:
+                    raise ValueError(f"color_by must have one value per shown eigenvalue ({ev.size}), got {c.shape}")
+                color = cmap(np.clip(c, 0, 1))[shown]
+            ax.bar(idx[shown] + offset, ev[shown], width=width, label=label, color=color)
+        else:
+            ax.plot(idx[shown], ev[shown], marker="o", ms=3, label=label, color=cmap(s / max(1, len(series) - 1)))
+    if color_by is not None:
+        sm = plt.cm.ScalarMappable(cmap=cmap, norm=plt.Normalize(0, 1))
+        fig.colorbar(sm, ax=ax, label=color_label)
+    if log:
+        ax.set_yscale("log")
+    ax.set_xlabel("eigenvalue index (largest first)")
+    ax.set_ylabel(ylabel or ("eigenvalue / largest" if normalize == "max" else "eigenvalue"))
+    step = _nice_step(k) if k > 12 else 1
+    ax.set_xticks([1] + [t for t in range(step, k + 1, step) if t > 1])
+    ax.set_xlim(0.3, k + 0.7)
+    if title:
+        ax.set_title(title, fontsize=10)
+    if any(label is not None for label in labels):
+        ax.legend(fontsize=8)
+    return fig
+
+
+def curves(x, ys: dict, *, xlabel: str = "iteration", ylabel: str, hlines: dict | None = None,
+           title: str | None = None, ylim=None, ax=None):
+    """Lines with markers for each ``label -> values`` in ``ys`` against ``x``, plus dashed horizontal reference
+    lines ``label -> value`` (e.g. the plain kernel's score); returns the Figure."""
+    if not ys:
+        raise ValueError("ys must map at least one label to values")
+    x = np.asarray(to_numpy(x), dtype=float)
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(5.5, 3.2), constrained_layout=True)
+    else:
+        fig = ax.figure
+    for label, values in ys.items():
+        v = np.asarray(to_numpy(values), dtype=float)
+        if v.shape != x.shape:
+            raise ValueError(f"ys[{label!r}] has shape {v.shape}, x has {x.shape}")
+        ax.plot(x, v, marker="o", label=label)
+    styles = ["--", ":", "-."]
+    for i, (label, value) in enumerate((hlines or {}).items()):
+        ax.axhline(float(value), color="0.4", ls=styles[i % len(styles)], lw=1.2, label=label)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if np.allclose(x, np.round(x)):
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    if ylim is not None:
+        ax.set_ylim(*ylim)
+    if title:
+        ax.set_title(title, fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    return fig
