@@ -28,11 +28,10 @@ from dataclasses import dataclass
 
 import torch
 
-from ._checks import check_matrix, check_number, resolve_dtype
+from ._checks import check_number, resolve_dtype
 from .metrics import matrix_correlation
 from .utils import get_device, make_generator, psd_power
 
-# name -> (symbol, label function); aliases accepted by :func:`canonical_operation`
 OPERATIONS = ("add", "sub", "mul", "div")
 _ALIASES = {"+": "add", "x+y": "add", "-": "sub", "x-y": "sub", "*": "mul", "x*y": "mul", "/": "div", "x/y": "div"}
 SYMBOLS = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
@@ -184,9 +183,10 @@ def block_orders(p: int, operation: str = "add"):
     """(rows, cols): the digit orders in which the off-diagonal block learned by a *kernel* for ``operation`` is
     circulant, as in the paper's random-circulant construction.
 
-    A kernel compares two pairs: (x, y) and (x', y') with x + y = x' + y' must look alike, and the cross terms
-    B[x, y'] + B[x', y] of |u - u'|_M^2 agree for all such pairs when B[x, y'] is a function of x - y' (since
-    x + y = x' + y' <=> x - y' = x' - y). So the block of each operation is a function of the *dual* combination:
+    A kernel compares two inputs u = (x, y) and u' = (x', y') through |u - u'|_M^2, whose cross terms are
+    B[x, y'] + B[x', y]. Two pairs with the same sum have x - y' = x' - y, so a block that is a function of the
+    difference gives them equal cross terms. In the same way the block of each operation is a function of the
+    *dual* combination (measured in the chapter; this is the reason, not a proof):
 
     * x + y: of x - y, circulant in the natural order;
     * x - y: of x + y (a Hankel matrix); y -> -y makes it circulant;

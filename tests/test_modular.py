@@ -297,6 +297,11 @@ def test_grokking_progress_records_each_iteration():
     assert np.isnan(dev[0]) and 0 < dev[1] < 1                             # M_0 = I has a zero block
     align = progress.alignment()
     assert np.isnan(align[0]) and align[-1] == pytest.approx(1.0)
+    # every gradient sums to zero over a digit's one-hot coordinates, so every block of M has zero row sums (up to
+    # the square root of round-off, ~1e-8, that AGOP^(1/2) makes of the AGOP's zero eigenvalues)
+    M, p = progress.records[-1]["M"], data.p
+    for block in (M[:p, :p], M[:p, p:], M[p:, p:]):
+        assert float(block.sum(1).abs().max()) < 1e-6 * float(M.abs().max())
 
 
 @pytest.mark.slow
