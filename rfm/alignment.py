@@ -1,0 +1,343 @@
+r"""Feature learning as alignment: the pre-activation tangent kernel and the centred neural feature correlation.
+
+Notation of "Feature learning as alignment: a structural property of gradient descent in non-linear neural networks"
+(seed 004, Sections 2-4 and Appendices E-F), for an :class:`rfm.nets.MLP` whose layer l computes the
+pre-activation h_l = W_l x_l (+ b_l) from its input x_l:
+
+* the **pre-activation tangent kernel** (PTK) of layer l is K^(l)(x, z) = sum_c <df_c(x)/dh_l, df_c(z)/dh_l>, an
+  n x m matrix on data points (:func:`ptk`); its features df/dh_l are :func:`ptk_features`;
+* the **PTK feature covariance** K_l = (1/n) sum_i sum_c df_c(x_i)/dh_l df_c(x_i)/dh_l^T (k_{l+1} x k_{l+1}) is the
+  AGOP of the network with respect to the pre-activations (:func:`ptk_covariance`, computed by :func:`rfm.agop`);
+  we average over the points, as the AGOP does (the paper's K omits the 1/n; no correlation depends on it);
+* since df/dx_l = W_l^T df/dh_l, the AGOP with respect to the layer's input is **AGOP_l = W_l^T K_l W_l**
+  (:func:`agop_from_ptk`; Proposition 2 of the paper);
+* the **uncentred neural feature correlation** UC-NFC = rho(W^T W, W^T K W) is the usual NFA correlation, and the
+  **centred** C-NFC = rho(Wb^T Wb, Wb^T K Wb) with Wb = W - W_0 uses only the change of the weights since
+  initialisation (:func:`nfc`, :func:`feature_correlations`);
+* the **C/UC ratio** tr(Wb^T Wb Wb^T K Wb) / tr(W^T W W^T K W) measures how much of the unnormalised UC-NFC the
+  centred term carries (:func:`cu_ratio`, Section 5).
+
+The correlation rho is the paper's uncentred cosine tr(A^T B) / (|A|_F |B|_F) (``kind="cosine"``, the default
+here); the authors' code and Appendix L use the Pearson form, which subtracts each matrix's mean entry first
+(``kind="pearson"``), see :func:`rfm.metrics.matrix_correlation`.
+
+At initialisation (Proposition 3) the centred NFM and AGOP vanish with their first time derivatives, and under
+gradient flow on L = 1/2 sum_i |f(x_i) - y_i|^2 their second derivatives are 2 Wdot^T Wdot and 2 Wdot^T K Wdot, with
+Wdot = -dL/dW = sum_c J_c^T diag(r_c) X_l (:func:`weight_velocity`, residuals r = y - f). Their correlation is
+:func:`second_derivative_correlation`; for a one-hidden-layer quadratic network f(x) = a^T (W x)^2 the paper
+predicts it from traces of data matrices and moments of R = W^T diag(a^2) W by free probability
+(:func:`free_second_derivative_correlation`, Appendix E), on the *alignment reversing* data of Appendix F
+(:func:`alignment_reversing_data`).
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+
+from ._checks import check_choice, check_matrix, check_number
+from .agop import agop
+from .metrics import matrix_correlation
+from .utils import make_generator
+
+KINDS = ("cosine", "pearson")
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# The pre-activation tangent kernel of an MLP
+
+
+def _check_layer(model, layer: int) -> int:
+    check_number("layer", layer, low=0, high=model.n_layers - 1, integer=True)
+    return layer
+
+
+def _as_input(model, X) -> torch.Tensor:
+    param = next(model.parameters())
+    return check_matrix(X, "X", dtype=param.dtype, device=param.device).detach()
+
+
+def from_preactivation(model, layer: int):
+    """The map h_l -> f(x) from the pre-activation of layer ``layer`` to the output (the identity for the read-out)."""
+    _check_layer(model, layer)
+    if layer == model.n_layers - 1:
+        return lambda h: h
+    return lambda h: model.forward_from(model.act(h), layer + 1)
+
+
+@torch.no_grad()
+def preactivations(model, X, layer: int) -> torch.Tensor:
+    """h_l = W_l x_l (+ b_l) at the rows of X, shape (n, k_{l+1})."""
+    _check_layer(model, layer)
+    return model.layers[layer](model.layer_input(_as_input(model, X), layer))
+
+
+def ptk_features(model, X, layer: int) -> torch.Tensor:
+    """The PTK features df_c(x_i)/dh_l, shape (n, c, k_{l+1}), by one backward pass per output.
+
+    The network acts row by row, so the gradient of sum_i f_c(x_i) with respect to the stacked pre-activations has
+    df_c(x_i)/dh_l(x_i) as its row i."""
+    H = preactivations(model, X, layer).clone().requires_grad_(True)
+    tail = from_preactivation(model, layer)
+    with torch.enable_grad():
+        out = tail(H).reshape(H.shape[0], -1)
+        c = out.shape[1]
+        grads = [torch.autograd.grad(out[:, j].sum(), H, retain_graph=j < c - 1)[0] for j in range(c)]
+    return torch.stack(grads, 1).detach()
+
+
+def ptk(model, X, layer: int, Z=None) -> torch.Tensor:
+    """The pre-activation tangent kernel matrix K^(l)(x_i, z_j) = sum_c <df_c(x_i)/dh_l, df_c(z_j)/dh_l> (float64)."""
+    J = ptk_features(model, X, layer).to(torch.float64)
+    Jz = J if Z is None else ptk_features(model, Z, layer).to(torch.float64)
+    return torch.einsum("ick,jck->ij", J, Jz)
+
+
+def ptk_covariance(model, X, layer: int, *, centre: bool = False, batch_size: int | None = None) -> torch.Tensor:
+    """The PTK feature covariance K_l = (1/n) sum_i sum_c J_ic J_ic^T (float64, k_{l+1} x k_{l+1}).
+
+    It is the AGOP of the network with respect to the pre-activations of layer ``layer``, computed by
+    :func:`rfm.agop` (``centre`` subtracts each output's mean gradient, as there)."""
+    H = preactivations(model, X, layer)
+    return agop(from_preactivation(model, layer), H, centre=centre, batch_size=batch_size)
+
+
+def agop_from_ptk(W: torch.Tensor, K: torch.Tensor) -> torch.Tensor:
+    """W^T K W: the AGOP with respect to the layer input, from the layer's weights and its PTK covariance."""
+    W = W.detach().to(torch.float64)
+    return W.T @ K.to(W) @ W
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Uncentred and centred neural feature correlations
+
+
+def _weights(model, layer):
+    W = model.weight(layer).detach().to(torch.float64)
+    W0 = model.initial_weight(layer).to(torch.float64)
+    return W, W0
+
+
+def nfc(W: torch.Tensor, K: torch.Tensor, W0: torch.Tensor | None = None, *, kind: str = "cosine") -> float:
+    """rho(V^T V, V^T K V) with V = W (the UC-NFC) or V = W - W0 when ``W0`` is given (the C-NFC)."""
+    check_choice("kind", kind, KINDS)
+    V = W.detach().to(torch.float64)
+    if W0 is not None:
+        V = V - W0.detach().to(V)
+    return matrix_correlation(V.T @ V, agop_from_ptk(V, K), kind)
+
+
+def cu_ratio(W: torch.Tensor, W0: torch.Tensor, K: torch.Tensor) -> float:
+    """tr(Wb^T Wb Wb^T K Wb) / tr(W^T W W^T K W), Wb = W - W0: the share of the centred term in the unnormalised
+    UC-NFC (Section 5 of the paper). tr(V^T V V^T K V) = tr(G K G) with G = V V^T, which avoids d x d products."""
+    W = W.detach().to(torch.float64)
+    V = W - W0.detach().to(W)
+    K = K.to(W)
+    num = torch.trace(V @ V.T @ K @ V @ V.T)
+    den = torch.trace(W @ W.T @ K @ W @ W.T)
+    return float(num / den)
+
+
+def feature_correlations(model, X, layers=None, *, kind: str = "cosine", batch_size: int | None = None) -> list[dict]:
+    """For every layer (default: all but the linear read-out): {"layer", "uc_nfc", "c_nfc", "cu_ratio",
+    "weight_change"}, with weight_change = |W - W0|_F / |W|_F. The PTK covariance is computed once per layer.
+
+    At initialisation W = W0, so the centred quantities are undefined; they are reported as NaN there."""
+    check_choice("kind", kind, KINDS)
+    layers = range(max(1, model.n_layers - 1)) if layers is None else layers
+    rows = []
+    for l in layers:
+        W, W0 = _weights(model, l)
+        K = ptk_covariance(model, X, l, batch_size=batch_size)
+        change = float((W - W0).norm() / W.norm())
+        moved = change > 0
+        rows.append({"layer": l, "uc_nfc": nfc(W, K, kind=kind),
+                     "c_nfc": nfc(W, K, W0, kind=kind) if moved else math.nan,
+                     "cu_ratio": cu_ratio(W, W0, K) if moved else math.nan, "weight_change": change})
+    return rows
+
+
+def haar_orthogonal(d: int, generator=None, dtype=torch.float64) -> torch.Tensor:
+    """A uniformly random (Haar) d x d orthogonal matrix: QR of a Gaussian matrix with the signs of R's diagonal
+    moved into Q (Mezzadri 2007)."""
+    check_number("d", d, low=1, integer=True)
+    G = torch.randn(d, d, generator=make_generator(generator), dtype=dtype)
+    Q, R = torch.linalg.qr(G)
+    return Q * torch.sign(torch.sign(R.diagonal()) + 0.5)
+
+
+def spectrum_matched(K: torch.Tensor, generator=None) -> torch.Tensor:
+    """Q = O diag(eig(K)) O^T with O Haar-random: the same spectrum as K, eigenvectors independent of everything
+    (the control of Figure 1 of the paper)."""
+    K = K.detach().to(torch.float64)
+    evals = torch.linalg.eigvalsh(0.5 * (K + K.T))
+    O = haar_orthogonal(K.shape[0], generator).to(K.device)
+    return (O * evals) @ O.T
+
+
+def random_eigenvector_nfc(model, X, layer: int = 0, *, draws: int = 10, generator=None, kind: str = "cosine",
+                           K: torch.Tensor | None = None) -> list[float]:
+    """rho(W^T W, W^T Q W) for ``draws`` spectrum-matched random Q (:func:`spectrum_matched`) in place of K_l."""
+    check_number("draws", draws, low=1, integer=True)
+    W, _ = _weights(model, layer)
+    K = ptk_covariance(model, X, layer) if K is None else K
+    g = make_generator(generator)
+    return [nfc(W, spectrum_matched(K, g), kind=kind) for _ in range(draws)]
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Early times: second derivatives of the centred NFM and AGOP
+
+
+def weight_velocity(model, X, residual, layer: int = 0) -> torch.Tensor:
+    """Wdot = sum_c J_c^T diag(r_c) X_l = -dL/dW_l for L = 1/2 sum_i |f(x_i) - y_i|^2 and residuals r = y - f
+    (shape (n,) or (n, c)); float64, shape (k_{l+1}, k_l). With r = y it is the paper's L-dot = diag(y) at f = 0."""
+    X = _as_input(model, X)
+    J = ptk_features(model, X, layer).to(torch.float64)                # (n, c, k)
+    r = torch.as_tensor(residual).to(torch.float64).to(J.device).reshape(J.shape[0], -1)
+    if r.shape[1] != J.shape[1]:
+        raise ValueError(f"residual has {r.shape[1]} column(s) but the network has {J.shape[1]} output(s)")
+    Xl = model.layer_input(X, layer).to(torch.float64)
+    return torch.einsum("ick,ic,id->kd", J, r, Xl)
+
+
+def second_derivatives(model, X, residual, layer: int = 0):
+    """(Wdot^T Wdot, Wdot^T K Wdot): half the second time derivatives of the centred NFM and AGOP at initialisation
+    under gradient flow (Proposition 3), with K the summed PTK covariance sum_i J_i J_i^T."""
+    Wdot = weight_velocity(model, X, residual, layer)
+    K = ptk_covariance(model, X, layer) * _as_input(model, X).shape[0]
+    return Wdot.T @ Wdot, agop_from_ptk(Wdot, K)
+
+
+def second_derivative_correlation(model, X, residual, layer: int = 0, *, kind: str = "cosine") -> float:
+    """rho(Wdot^T Wdot, Wdot^T K Wdot): how aligned the centred NFM and AGOP start to grow (Eq. 6 of the paper)."""
+    check_choice("kind", kind, KINDS)
+    return matrix_correlation(*second_derivatives(model, X, residual, layer), kind)
+
+
+def quadratic_readout_gram(model) -> torch.Tensor:
+    """R = W^T diag(a^2) W for a one-hidden-layer network f(x) = a^T sigma(W x) (float64, d x d).
+
+    For the quadratic activation the PTK is K(x, z) = 4 x^T R z, so the second derivatives of Proposition 3 are
+    4 C R C and 16 C R B R C with C = X^T diag(y) X and B = X^T X."""
+    if model.n_layers != 2:
+        raise ValueError(f"expected a one-hidden-layer network (2 layers), got {model.n_layers} layers")
+    W = model.weight(0).detach().to(torch.float64)
+    a = model.weight(1).detach().to(torch.float64)
+    if a.shape[0] != 1:
+        raise ValueError(f"expected a scalar output, got {a.shape[0]} outputs")
+    return W.T @ (a[0, :, None] ** 2 * W)
+
+
+def _ntr(M):
+    """Normalised trace tr[M] = (1/d) sum_i M_ii."""
+    return float(M.diagonal().sum()) / M.shape[0]
+
+
+def spectral_moments(R: torch.Tensor, orders=(1, 2, 3, 4)) -> list[float]:
+    """Normalised traces tr[R^j] = (1/d) sum_i lambda_i^j of a symmetric matrix."""
+    evals = torch.linalg.eigvalsh(0.5 * (R + R.T).to(torch.float64))
+    return [float((evals ** j).mean()) for j in orders]
+
+
+def free_second_derivative_traces(A: torch.Tensor, B: torch.Tensor, moments) -> tuple[float, float, float]:
+    r"""Free-probability values of tr(ARARBR), tr(ARAR) and tr(ARBRARBR), from A, B and m_j = tr[R^j].
+
+    With R free from {A, B} and normalised traces tr[.] (Appendix E of the paper, Eqs. 18, 20, 26; Ab = A - tr[A],
+    Bb = B - tr[B], a = tr[A], b = tr[B]):
+
+    * tr(ARARBR) = a^2 b m3 + 2 a m1 m2 tr(Ab Bb) + b m1 m2 tr(Ab^2) + m1^3 tr(Ab^2 Bb);
+    * tr(ARAR)   = tr(A^2) m1^2 + a^2 (m2 - m1^2);
+    * tr(ARBRARBR) = m1^4 tr((Ab Bb)^2) + 2 m1^2 (m2 - m1^2) tr(Ab Bb)^2 + 2 m1^2 m2 (b tr(Ab^2 Bb) + a tr(Ab Bb^2))
+      + 4 a b m1 m3 tr(Ab Bb) + a^2 b^2 m4 + m2^2 (a^2 tr(Bb^2) + b^2 tr(Ab^2)).
+
+    The last term of the paper's Eq. 26 reads tr[Ab]^2 tr[B^2] tr[R^2]^2, which is 0 since tr[Ab] = 0; expanding
+    Eq. 25 with Eq. 11 gives b^2 m2^2 tr(Ab^2), used here. For R = I the three values are exactly tr(A^2 B),
+    tr(A^2) and tr(ABAB); the unit tests also check them against averages over Haar-rotated R."""
+    A = A.to(torch.float64)
+    B = B.to(A)
+    if A.shape != B.shape or A.shape[0] != A.shape[1]:
+        raise ValueError(f"A and B must be square matrices of the same shape, got {tuple(A.shape)}, {tuple(B.shape)}")
+    m1, m2, m3, m4 = [float(m) for m in moments]
+    eye = torch.eye(A.shape[0], dtype=A.dtype, device=A.device)
+    a, b = _ntr(A), _ntr(B)
+    Ab, Bb = A - a * eye, B - b * eye
+    AbBb = Ab @ Bb
+    t_ab, t_aa, t_bb = _ntr(AbBb), _ntr(Ab @ Ab), _ntr(Bb @ Bb)
+    t_aab, t_abb, t_abab = _ntr(Ab @ AbBb), _ntr(AbBb @ Bb), _ntr(AbBb @ AbBb)
+    num = a * a * b * m3 + 2 * a * m1 * m2 * t_ab + b * m1 * m2 * t_aa + m1 ** 3 * t_aab
+    den1 = _ntr(A @ A) * m1 ** 2 + a * a * (m2 - m1 ** 2)
+    den2 = (m1 ** 4 * t_abab + 2 * m1 ** 2 * (m2 - m1 ** 2) * t_ab ** 2 + 2 * m1 ** 2 * m2 * (b * t_aab + a * t_abb)
+            + 4 * a * b * m1 * m3 * t_ab + a * a * b * b * m4 + m2 ** 2 * (a * a * t_bb + b * b * t_aa))
+    return num, den1, den2
+
+
+def free_second_derivative_correlation(A: torch.Tensor, B: torch.Tensor, moments) -> float:
+    """The free-probability prediction of rho(C R C, C R B R C) (cosine) from A = C^2, B and m_j = tr[R^j]:
+    tr(ARARBR) / sqrt(tr(ARAR) tr(ARBRARBR)) with the traces of :func:`free_second_derivative_traces`
+    (Assumption 7 of the paper: the expectation is taken inside the ratio)."""
+    num, den1, den2 = free_second_derivative_traces(A, B, moments)
+    return num / math.sqrt(den1 * den2)
+
+
+def data_matrices(X, y):
+    """C = X^T diag(y) X, A = C^2 and B = X^T X (float64), the data side of the quadratic network's prediction."""
+    X = check_matrix(X, "X", dtype=torch.float64)
+    y = torch.as_tensor(y).to(X).reshape(-1)
+    if y.shape[0] != X.shape[0]:
+        raise ValueError(f"y has {y.shape[0]} entries but X has {X.shape[0]} rows")
+    C = X.T @ (y[:, None] * X)
+    return C, C @ C, X.T @ X
+
+
+def predicted_second_derivative_correlation(X, y, moments) -> float:
+    """The paper's prediction for a one-hidden-layer quadratic network with f = 0 at initialisation (L-dot =
+    diag(y)), from the data and the moments of R (:func:`spectral_moments` of :func:`quadratic_readout_gram`,
+    averaged over network seeds in the paper)."""
+    _, A, B = data_matrices(X, y)
+    return free_second_derivative_correlation(A, B, moments)
+
+
+def alignment_reversing_data(n: int, d: int, balance: float, *, eps1: float = 0.5, eps2: float = 1e-2,
+                             label_shift: float = 1e-5, rcond: float | None = None, generator=0):
+    r"""The alignment reversing data set of Appendix F: (X, y) with n points in d dimensions (float64).
+
+    A fraction ``balance`` (gamma) of the points, X1, has label 1 and rows ~ N(0, 1 1^T + eps1 I). The rest, X2,
+    has label 0 and is built so that X2^T X2 = (X1^T X1)^{-2}:
+
+    1. U1, S1 = the singular vectors and values of X1^T X1 (largest first);
+    2. V2 = the left singular vectors of a fresh sample X~2 from the distribution of X1;
+    3. X2 = V2 S1^{-1} U1^T, on the leading min(n2, d) singular directions (the recipe's shapes need this when
+       n2 < d);
+    4. X = [X1; X2] + eps2 Z with Z ~ N(0, I);
+    5. y = [1, ..., 1, 0, ..., 0] + label_shift.
+
+    When gamma n < d, X1^T X1 is singular: d - gamma n of its singular values are 0 in exact arithmetic and come out
+    at the rounding level, so step 3 divides by them and X2 is huge in those directions. The recipe is then
+    decided by rounding. We keep it as written (float64) by default; ``rcond`` floors the singular values at
+    rcond * max(S1) instead (``rcond=1.2e-7`` mimics float32 rounding), to show how much the result depends on it.
+    The paper's values: eps1 = 0.5, eps2 = 1e-2, n = d = 1024."""
+    n = check_number("n", n, low=2, integer=True)
+    d = check_number("d", d, low=1, integer=True)
+    check_number("balance", balance, low=0, low_inclusive=False, high=1)
+    check_number("eps1", eps1, low=0, low_inclusive=False)
+    check_number("eps2", eps2, low=0)
+    if rcond is not None:
+        check_number("rcond", rcond, low=0, low_inclusive=False, high=1)
+    g = make_generator(generator)
+    n1 = min(n, max(1, round(balance * n)))
+    n2 = n - n1
+    L = torch.linalg.cholesky(torch.ones(d, d, dtype=torch.float64) + eps1 * torch.eye(d, dtype=torch.float64))
+    X1 = torch.randn(n1, d, generator=g, dtype=torch.float64) @ L.T
+    parts = [X1]
+    if n2 > 0:
+        U1, S1, _ = torch.linalg.svd(X1.T @ X1)
+        if rcond is not None:
+            S1 = S1.clamp_min(rcond * S1[0])
+        X2_tilde = torch.randn(n2, d, generator=g, dtype=torch.float64) @ L.T
+        V2 = torch.linalg.svd(X2_tilde, full_matrices=False)[0]
+        k = min(n2, d)
+        parts.append((V2[:, :k] / S1[:k]) @ U1[:, :k].T)
+    X = torch.cat(parts) + eps2 * torch.randn(n, d, generator=g, dtype=torch.float64)
+    y = torch.cat([torch.ones(n1, dtype=torch.float64), torch.zeros(n2, dtype=torch.float64)]) + label_shift
+    return X, y

@@ -1,0 +1,122 @@
+r"""Speed Limited Optimization, and a full-batch training loop that takes any torch optimizer.
+
+**Speed Limited Optimization** (SLO; "Feature learning as alignment", seed 004, Section 5.2) moves every layer at a
+fixed *speed*: for layer l with learning rate eta and speed C_l,
+
+    W_l <- W_l - eta * C_l * g_l / (eps + |g_l|),        g_l = dL/dW_l,
+
+where |g_l| is the Frobenius norm of the layer's whole gradient (weight and bias together, when there is a bias).
+The paper's rule has eps = 0, a step of length exactly eta * C_l; its experiments (Appendix I) use eps = 0.1, which
+turns the step into plain gradient descent with learning rate eta * C_l / eps once |g_l| << eps, so that the
+network can still interpolate. A large C_0 and small C_1, C_2 force the first layer far from its initialisation
+while the later layers barely move, and the centred neural feature correlation then dominates the uncentred one.
+
+:class:`SLO` is a :class:`torch.optim.Optimizer`; one parameter group is one layer, with its ``speed``.
+:func:`layer_groups` builds the groups of an :class:`rfm.nets.MLP`, and :func:`train_full_batch` runs full-batch
+training with any optimizer (``rfm.nets.train`` accepts only the names "sgd" and "adam").
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+
+from ._checks import check_choice, check_matrix, check_number
+from .nets import LOSSES, _loss_fn, _prepare_targets, num_threads
+
+
+class SLO(torch.optim.Optimizer):
+    """Speed Limited Optimization: each parameter group takes the step -lr * speed * g / (eps + |g|_F).
+
+    ``params`` are parameter groups, one per layer, each with its ``speed`` C_l (see :func:`layer_groups`), or
+    plain parameters (then one group with ``speed``). ``lr`` is eta; ``eps`` = 0 is the paper's rule, and its
+    experiments use eps = 0.1. A group whose gradient is exactly 0 does not move."""
+
+    def __init__(self, params, lr: float = 1e-3, *, speed: float = 1.0, eps: float = 0.0):
+        check_number("lr", lr, low=0, low_inclusive=False)
+        check_number("speed", speed, low=0)
+        check_number("eps", eps, low=0)
+        super().__init__(params, dict(lr=lr, speed=speed, eps=eps))
+        for group in self.param_groups:
+            check_number("speed", group["speed"], low=0)
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        for group in self.param_groups:
+            grads = [p.grad for p in group["params"] if p.grad is not None]
+            if not grads:
+                continue
+            norm = math.sqrt(sum(float(g.square().sum()) for g in grads))
+            if norm == 0.0 and group["eps"] == 0.0:
+                continue
+            scale = group["lr"] * group["speed"] / (group["eps"] + norm)
+            for p in group["params"]:
+                if p.grad is not None:
+                    p.add_(p.grad, alpha=-scale)
+        return loss
+
+
+def layer_groups(model, speeds) -> list[dict]:
+    """One parameter group per layer of an MLP, ``{"params": [...], "speed": C_l}``; ``speeds`` has one C_l per
+    layer, first layer first (e.g. ``(500, 0.002, 0.002)`` for two hidden layers and the read-out)."""
+    speeds = [float(s) for s in speeds]
+    if len(speeds) != model.n_layers:
+        raise ValueError(f"speeds must give one value per layer ({model.n_layers}), got {len(speeds)}: {speeds}")
+    for s in speeds:
+        check_number("speed", s, low=0)
+    return [{"params": list(layer.parameters()), "speed": s} for layer, s in zip(model.layers, speeds)]
+
+
+def train_full_batch(model, X, y, optimizer: torch.optim.Optimizer, *, steps: int, loss: str = "mse",
+                     record_every: int = 1, X_val=None, y_val=None, metric=None, callback=None,
+                     threads: int | None = None) -> list[dict]:
+    """Full-batch training of ``model`` with any optimizer, for ``steps`` steps; returns the history.
+
+    Before the first step and after every ``record_every`` steps (and the last), a record {"step", "train_loss",
+    "val_loss", "val_metric"} is stored (the validation entries when ``X_val``, ``y_val`` and ``metric`` are
+    given), and ``callback(model, record)`` runs; it may return True to stop. ``loss`` is "mse" (mean over points
+    and outputs) or "ce", as in :func:`rfm.nets.train`. ``threads`` as there."""
+    check_choice("loss", loss, LOSSES)
+    check_number("steps", steps, low=0, integer=True)
+    check_number("record_every", record_every, low=1, integer=True)
+    param = next(model.parameters())
+    X = check_matrix(X, "X", dtype=param.dtype, device=param.device).detach()
+    Y = _prepare_targets(y, X.shape[0], loss, param.dtype, param.device)
+    if (X_val is None) != (y_val is None):
+        raise ValueError("X_val and y_val must be given together")
+    if X_val is not None:
+        X_val = check_matrix(X_val, "X_val", dtype=param.dtype, device=param.device).detach()
+        Y_val = _prepare_targets(y_val, X_val.shape[0], loss, param.dtype, param.device, "y_val")
+    lossf = _loss_fn(loss)
+    history = []
+
+    def record(step, train_loss):
+        rec = {"step": step, "train_loss": train_loss}
+        if X_val is not None:
+            with torch.no_grad():
+                out = model(X_val)
+                rec["val_loss"] = float(lossf(out, Y_val))
+                if metric is not None:
+                    rec["val_metric"] = float(metric(out, Y_val))
+        history.append(rec)
+        return callback is not None and bool(callback(model, rec))
+
+    model.train()
+    with num_threads(threads):
+        with torch.no_grad():
+            stop = record(0, float(lossf(model(X), Y)))
+        for step in range(1, steps + 1):
+            if stop:
+                break
+            optimizer.zero_grad(set_to_none=True)
+            batch_loss = lossf(model(X), Y)
+            batch_loss.backward()
+            optimizer.step()
+            if step % record_every == 0 or step == steps:
+                stop = record(step, float(batch_loss.detach()))
+    model.eval()
+    return history
