@@ -64,7 +64,7 @@ import numpy as np
 import torch
 
 import rfm
-from rfm import nets
+from rfm import nets, plots
 
 start = time.perf_counter()
 P = rfm.book.settings(
@@ -163,15 +163,10 @@ print(nets.format_nfa_table(table_shallow))
 # %%
 F = nets.nfm(shallow, 0).cpu()
 G = nets.layer_agop(shallow, X, 0, power=0.5).cpu()
-fig, axes = plt.subplots(1, 3, figsize=(11, 3.4), constrained_layout=True)
-for ax, (A, title) in zip(axes, [(nets.nfm(shallow.initial(), 0).cpu(), "initial NFM $W_0^{0\\top} W_0^0$"),
-                                 (F, "trained NFM $W_0^\\top W_0$"), (G, "trained AGOP$^{1/2}$")]):
-    im = ax.imshow(A.numpy(), cmap="viridis", extent=(0.5, P.d + 0.5, P.d + 0.5, 0.5))  # coordinates 1..d
-    ax.set_title(title, fontsize=10)
-    ax.set_xlabel("input coordinate j")
-    fig.colorbar(im, ax=ax, shrink=0.8)
-axes[0].set_ylabel("input coordinate i")
-fig.suptitle(f"y = x1 x2, d = {P.d}: first layer (one colour scale per panel)")
+fig = plots.matrix_images([nets.nfm(shallow.initial(), 0), F, G],
+                          ["initial NFM $W_0^{0\\top} W_0^0$", "trained NFM $W_0^\\top W_0$", "trained AGOP$^{1/2}$"],
+                          shared_scale=False, symmetric=False, panel_size=2.6,
+                          suptitle=f"y = x1 x2, d = {P.d}: first layer")
 rfm.book.savefig(fig, "neural_feature_ansatz_polynomial_matrices", output_dir=output_dir)
 plt.show()
 
@@ -350,15 +345,11 @@ print(f"diagonals as 28x28 images: corr {diag_corr:.3f}")
 print(nets.format_nfa_table(table_mnist))
 
 # %%
-fig, axes = plt.subplots(1, 3, figsize=(10, 3.3), constrained_layout=True)
-panels = [(Xm.mean(0).cpu(), "mean training digit"), (F_m.diagonal(), "diag of NFM $W_0^\\top W_0$"),
-          (G_m.diagonal(), "diag of AGOP$^{1/2}$")]
-for ax, (v, title) in zip(axes, panels):
-    im = ax.imshow(v.reshape(28, 28).numpy(), cmap="magma")
-    ax.set_title(title, fontsize=10)
-    ax.axis("off")
-    fig.colorbar(im, ax=ax, shrink=0.8)
-fig.suptitle(f"MNIST-5k, one hidden layer of {P.mnist_width}: pixel weights (corr of the diagonals {diag_corr:.2f})")
+fig = plots.matrix_images([v.reshape(28, 28) for v in (Xm.mean(0).cpu(), F_m.diagonal(), G_m.diagonal())],
+                          ["mean training digit", "diag of NFM $W_0^\\top W_0$", "diag of AGOP$^{1/2}$"],
+                          shared_scale=False, cmap="magma", panel_size=2.4, xlabel="pixel column",
+                          ylabel="pixel row", colorbar_label="value",
+                          suptitle=f"MNIST-5k: pixel weights (correlation of the diagonals {diag_corr:.2f})")
 rfm.book.savefig(fig, "neural_feature_ansatz_mnist_diagonals", output_dir=output_dir)
 plt.show()
 
