@@ -30,8 +30,8 @@
 # paper: a low-rank polynomial $y = x_1 x_2$ in $d = 50$ dimensions, where we know which features matter, and real
 # handwritten digits. We train small networks, compute both sides for every layer, and measure how correlated they
 # are after training and how correlated they were before. Then we vary the power $\alpha$ and the scale of the
-# initial weights, the two conventions the result depends on. The default *smoke* profile runs in about a minute
-# on a 2-core CPU; the *full* profile uses the paper's network sizes and needs a GPU.
+# initial weights, the two conventions the result depends on. The default *smoke* profile runs in one to two
+# minutes on a 2-core CPU; the *full* profile uses the paper's network sizes and needs a GPU.
 
 # %% tags=["remove-cell"]
 # Colab set-up: install the package from the book's repository (the same URL as `repository.url` in _config.yml).
@@ -43,7 +43,7 @@ if "google.colab" in sys.modules:
                     "agop-rfm @ git+https://github.com/rfm-book/rfm-book"], check=True)
 
 # %% tags=["parameters"]
-profile = "smoke"   # "smoke": small networks, about a minute on a 2-core CPU; "full": the paper's sizes (GPU)
+profile = "smoke"   # "smoke": small networks, one to two minutes on a 2-core CPU; "full": the paper's sizes (GPU)
 seed = 0            # network initialisation and mini-batch order; the data use generators 2*seed and 2*seed + 1
 device = None       # None: CUDA when present, else CPU
 output_dir = None   # set by scripts/rerun.py: figures and measured values are written there

@@ -1,4 +1,5 @@
 """Offline image loaders and the torchvision code paths (on small fake data sets in torchvision's formats)."""
+import functools
 import sys
 import types
 
@@ -124,7 +125,7 @@ def fake_torchvision(monkeypatch):
     tv.datasets = types.ModuleType("torchvision.datasets")
     tv.datasets.SVHN, tv.datasets.CIFAR10, tv.datasets.CelebA = _FakeSVHN, _FakeCIFAR10, _FakeCelebA
     tv.transforms = types.ModuleType("torchvision.transforms")
-    tv.transforms.Compose = lambda fs: (lambda x: [x := f(x) for f in fs][-1])
+    tv.transforms.Compose = lambda fs: (lambda x: functools.reduce(lambda acc, f: f(acc), fs, x))
     tv.transforms.Resize = lambda size: (lambda x: torch.nn.functional.interpolate(x[None], size=(size, size))[0])
     tv.transforms.CenterCrop = lambda size: (lambda x: x)
     tv.transforms.ToTensor = lambda: (lambda x: x)
