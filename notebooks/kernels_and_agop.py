@@ -522,7 +522,10 @@ plt.show()
 # smoke profile over five seeds (train/test generators $2s, 2s+1$, $s = 0..4$): plain Laplace test $R^2$
 # 0.06–0.10; RFM after 5 iterations 0.885–0.933 (seed 0 is the lowest); top-2 overlap of $M$ 0.957–0.974; top-2
 # overlap of the centred AGOP of plain KRR 0.84–0.90; chain monomial top-3 overlap 0.914–0.924. The EGOP tolerances
-# are five standard errors of the Monte-Carlo mean.
+# are five standard errors of the Monte-Carlo mean, so they tighten with $N$. The full profile asserts the same
+# thresholds. Its main fit was checked once on a CPU, outside this notebook (seed 0, six of its ten iterations):
+# plain Laplace test $R^2$ 0.035; RFM 0.950, 0.971, 0.975, 0.975, 0.975, 0.975 after iterations 1–6; top-2
+# overlap of $M_1$ 0.944, of $M_6$ 0.990. Its other numbers have not been measured.
 
 # %%
 assert krr_match < 1e-8, f"RFMRegressor(iters=0) and the manual KRR solve differ by {krr_match:.2e}"
@@ -560,4 +563,8 @@ rfm.book.summary("kernels_and_agop", P, measured={
 # * **Not compared to the paper's figures.** The paper's low-rank experiments use 1000 training and 10,000 test
 #   points and report their results as plots; we did not have their exact numbers to compare against, so the Checks
 #   assert on the qualitative claims (a poor plain kernel, a good RFM, the right subspace) with calibrated margins.
-#   The *full* profile ($n = 20{,}000$, ten iterations; run it on a GPU) is the larger-scale version.
+# * **Scale.** The *full* profile ($n = 20{,}000$, $d = 400$, ten iterations) is meant for a GPU and was not run
+#   end to end for this edition; a CPU run of its main fit (numbers in the Checks) gave the same picture more
+#   sharply, test $R^2 \approx 0.975$ against 0.035 for the plain kernel. With ten times more data the plain kernel
+#   does well at $d = 100$ (test $R^2 \approx 0.65$), so the gap between fixed and learned features is a statement
+#   about $n$ relative to $d$, not about $d$ alone.
