@@ -19,7 +19,7 @@ import time
 import numpy as np
 import torch
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 from ._checks import check_choice, check_matrix, check_number, check_same_features, check_targets, resolve_dtype
 from .agop import NORMALIZATIONS, feature_update, kernel_agop_transformed, normalization_scale, sample_points
