@@ -23,7 +23,7 @@ import math
 
 import torch
 from torch import nn
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 from ._checks import check_choice, check_matrix, check_number, resolve_dtype
 from .agop import agop, feature_update
