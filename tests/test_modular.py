@@ -1,4 +1,6 @@
 """Modular arithmetic data, re-indexing, circulant and Fourier tools, and the quadratic network, on known answers."""
+import warnings
+
 import numpy as np
 import pytest
 import torch
@@ -227,22 +229,33 @@ def test_agop_alignment_compares_only_the_off_diagonal_block():
 
 
 @pytest.mark.parametrize("op", mod.OPERATIONS)
-def test_random_circulant_features_are_the_real_part_of_scipys_sqrtm(op):
-    """The paper's code takes np.real(scipy.linalg.sqrtm(A)) of an indefinite A; for a symmetric A that is
-    V max(lambda, 0)^(1/2) V^T. (At p = 13 scipy's Schur method is itself off by 5% for one draw of x / y, as A is
-    singular; at p = 61 it agrees to 1e-9.)"""
-    scipy_linalg = pytest.importorskip("scipy.linalg")
-    p = 61
+def test_random_circulant_features_are_the_real_part_of_the_principal_square_root(op):
+    """The paper's code takes np.real(scipy.linalg.sqrtm(A)) of an indefinite, singular A. For a symmetric A the
+    principal root is V sqrt(lambda + 0j) V^T, whose real part is V max(lambda, 0)^(1/2) V^T."""
+    p = 31
     M = mod.random_circulant_features(p, op, generator=1)
     C = mod.random_circulant_block(p, op, generator=1).numpy()
     P = np.eye(p) - np.ones((p, p)) / p
     A = np.block([[P, C], [C.T, P]])
-    assert np.linalg.eigvalsh(A).min() < -0.1   # indefinite: the construction relies on the real part
-    ref = np.real(scipy_linalg.sqrtm(A))
-    assert np.abs(M.numpy() - ref).max() < 1e-7 * np.abs(ref).max()
-    assert torch.allclose(M, M.T) and float(torch.linalg.eigvalsh(M).min()) > -1e-10
     w, V = np.linalg.eigh(A)
+    assert w.min() < -0.1 and np.abs(w).min() < 1e-10   # indefinite and singular
     assert np.allclose(M.numpy(), np.real((V * np.sqrt(w + 0j)) @ V.T), atol=1e-12)
+    assert torch.allclose(M, M.T) and float(torch.linalg.eigvalsh(M).min()) > -1e-10
+
+
+@pytest.mark.parametrize("op", mod.OPERATIONS)
+def test_random_circulant_features_agree_with_scipys_sqrtm(op):
+    """SciPy's Schur-based sqrtm itself loses accuracy on this singular matrix: its error was between 1e-9 and 4e-2
+    (relative, max entry) over the primes 23-37 we tried, so the agreement asked for here is loose."""
+    scipy_linalg = pytest.importorskip("scipy.linalg")
+    p = 31
+    M = mod.random_circulant_features(p, op, generator=1).numpy()
+    C = mod.random_circulant_block(p, op, generator=1).numpy()
+    P = np.eye(p) - np.ones((p, p)) / p
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")   # scipy warns that the matrix is singular
+        ref = np.real(scipy_linalg.sqrtm(np.block([[P, C], [C.T, P]])))
+    assert np.abs(M - ref).max() < 0.1 * np.abs(ref).max()
 
 
 @pytest.mark.parametrize("op", mod.OPERATIONS)
@@ -267,9 +280,11 @@ def test_quadratic_net_forward_nfm_and_initialisation():
 
 
 def test_train_quadratic_net_records_history_and_fits_the_training_set():
-    d = mod.modular_arithmetic(7, "add", train_fraction=0.6, generator=0)
-    model, hist = mod.train_quadratic_net(d, width=64, epochs=40, lr=1e-2, weight_decay=1e-3, batch_size=8,
-                                          nfm_every=20, generator=0)
+    d = mod.modular_arithmetic(5, "add", train_fraction=0.8, generator=0)
+    threads = torch.get_num_threads()
+    model, hist = mod.train_quadratic_net(d, width=64, epochs=40, lr=1e-2, weight_decay=1e-3, batch_size=20,
+                                          nfm_every=20, generator=0, num_threads=1)
+    assert torch.get_num_threads() == threads
     assert [h["epoch"] for h in hist] == list(range(41))
     assert "nfm" in hist[0] and "nfm" in hist[20] and "nfm" not in hist[1]
     assert hist[-1]["train_mse"] < hist[0]["train_mse"]
