@@ -157,6 +157,35 @@ def feature_correlations(model, X, layers=None, *, kind: str = "cosine", batch_s
     return rows
 
 
+class CorrelationTracker:
+    """A training callback that records :func:`feature_correlations` at the points X, for
+    :func:`rfm.optim.train_full_batch` and :func:`rfm.nets.train` (both call ``callback(model, record)``).
+
+    ``times`` holds the record's "step" (or "epoch"), ``rows[t]`` the per-layer dicts at that time; ``series(key,
+    layer)`` is one quantity over training, e.g. ``tracker.series("c_nfc", 0)``. Never stops training."""
+
+    def __init__(self, X, layers=None, *, kind: str = "cosine", batch_size: int | None = None):
+        check_choice("kind", kind, KINDS)
+        self.X, self.layers, self.kind, self.batch_size = X, layers, kind, batch_size
+        self.times: list[int] = []
+        self.rows: list[list[dict]] = []
+
+    def __call__(self, model, record) -> bool:
+        self.times.append(record.get("step", record.get("epoch")))
+        self.rows.append(feature_correlations(model, self.X, self.layers, kind=self.kind,
+                                              batch_size=self.batch_size))
+        return False
+
+    def series(self, key: str, layer: int = 0) -> list[float]:
+        out = []
+        for rows in self.rows:
+            match = [r[key] for r in rows if r["layer"] == layer]
+            if not match:
+                raise ValueError(f"layer {layer} was not tracked (tracked: {[r['layer'] for r in rows]})")
+            out.append(match[0])
+        return out
+
+
 def haar_orthogonal(d: int, generator=None, dtype=torch.float64) -> torch.Tensor:
     """A uniformly random (Haar) d x d orthogonal matrix: QR of a Gaussian matrix with the signs of R's diagonal
     moved into Q (Mezzadri 2007)."""

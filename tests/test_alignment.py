@@ -241,3 +241,19 @@ def test_bad_arguments_are_named():
         al.weight_velocity(net, _data(), torch.zeros(40, 2), 0)
     with pytest.raises(ValueError, match="one-hidden-layer"):
         al.quadratic_readout_gram(net)
+
+
+def test_tracker_records_feature_correlations_during_training():
+    from rfm import optim
+
+    net = _net()
+    X = _data()
+    y = torch.randn(40, generator=torch.Generator().manual_seed(8), dtype=torch.float64)
+    tracker = al.CorrelationTracker(X, layers=[0, 1])
+    optim.train_full_batch(net, X, y, torch.optim.SGD(net.parameters(), lr=0.05), steps=6, record_every=3,
+                           callback=tracker)
+    assert tracker.times == [0, 3, 6]
+    assert math.isnan(tracker.series("c_nfc", 1)[0])
+    assert tracker.series("uc_nfc", 1)[-1] == pytest.approx(al.feature_correlations(net, X, [1])[0]["uc_nfc"])
+    with pytest.raises(ValueError, match="layer 2 was not tracked"):
+        tracker.series("uc_nfc", 2)
