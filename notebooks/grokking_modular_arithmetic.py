@@ -544,9 +544,9 @@ rfm.book.summary("grokking_modular_arithmetic", P, measured={
 # *Different from the paper, and why.* The smoke profile stops RFM at 20 iterations instead of 50 (the AGOP of a
 # 1860-point, 61-output kernel machine takes seconds per iteration on a CPU) and trains the network for 200 of the
 # paper's 1000 epochs. On the 2-core CPU where this text was written, shared with other jobs (load average 7 to 10),
-# the smoke run took 4.5 to 8 minutes of wall time but only 90 to 100 s of CPU time; the 20 RFM iterations took 220
-# to 385 s of it (10 to 18 s each, median), the network 34 s. The summary line above prints the times of the run you
-# are reading. The circulant deviation is normalised to $[0, 1]$ (our choice, stated above). The network's coupling
+# the smoke run took 3.5 to 8 minutes of wall time but only 90 to 100 s of CPU time; the 20 RFM iterations took 160
+# to 385 s of it (8 to 18 s each, median), the network about 30 s. The summary line above prints the times of the
+# run you are reading. The circulant deviation is normalised to $[0, 1]$ (our choice, stated above). The network's coupling
 # block is circulant in the $x + y$ order, the kernel's in the $x - y$ order; we read the paper's "block-circulant"
 # as circulant up to this re-indexing.
 #
