@@ -218,24 +218,29 @@ def random_eigenvector_nfc(model, X, layer: int = 0, *, draws: int = 10, generat
 # Early times: second derivatives of the centred NFM and AGOP
 
 
-def weight_velocity(model, X, residual, layer: int = 0) -> torch.Tensor:
-    """Wdot = sum_c J_c^T diag(r_c) X_l = -dL/dW_l for L = 1/2 sum_i |f(x_i) - y_i|^2 and residuals r = y - f
-    (shape (n,) or (n, c)); float64, shape (k_{l+1}, k_l). With r = y it is the paper's L-dot = diag(y) at f = 0."""
+def _velocity_and_features(model, X, residual, layer):
     X = _as_input(model, X)
     J = ptk_features(model, X, layer).to(torch.float64)                # (n, c, k)
     r = torch.as_tensor(residual).to(torch.float64).to(J.device).reshape(J.shape[0], -1)
     if r.shape[1] != J.shape[1]:
         raise ValueError(f"residual has {r.shape[1]} column(s) but the network has {J.shape[1]} output(s)")
     Xl = model.layer_input(X, layer).to(torch.float64)
-    return torch.einsum("ick,ic,id->kd", J, r, Xl)
+    return (J * r[:, :, None]).sum(1).T @ Xl, J                          # x_l does not depend on the output c
+
+
+def weight_velocity(model, X, residual, layer: int = 0) -> torch.Tensor:
+    """Wdot = sum_c J_c^T diag(r_c) X_l = -dL/dW_l for L = 1/2 sum_i |f(x_i) - y_i|^2 and residuals r = y - f
+    (shape (n,) or (n, c)); float64, shape (k_{l+1}, k_l). With r = y it is the paper's L-dot = diag(y) at f = 0."""
+    return _velocity_and_features(model, X, residual, layer)[0]
 
 
 def second_derivatives(model, X, residual, layer: int = 0):
     """(Wdot^T Wdot, Wdot^T K Wdot): half the second time derivatives of the centred NFM and AGOP at initialisation
-    under gradient flow (Proposition 3), with K the summed PTK covariance sum_i J_i J_i^T."""
-    Wdot = weight_velocity(model, X, residual, layer)
-    K = ptk_covariance(model, X, layer) * _as_input(model, X).shape[0]
-    return Wdot.T @ Wdot, agop_from_ptk(Wdot, K)
+    under gradient flow (Proposition 3), with K = sum_i sum_c J_ic J_ic^T summed over the points, as in the paper
+    (n times :func:`ptk_covariance`)."""
+    Wdot, J = _velocity_and_features(model, X, residual, layer)
+    Jf = J.reshape(-1, J.shape[-1])
+    return Wdot.T @ Wdot, agop_from_ptk(Wdot, Jf.T @ Jf)
 
 
 def second_derivative_correlation(model, X, residual, layer: int = 0, *, kind: str = "cosine") -> float:
@@ -288,14 +293,19 @@ def free_second_derivative_traces(A: torch.Tensor, B: torch.Tensor, moments) -> 
     if A.shape != B.shape or A.shape[0] != A.shape[1]:
         raise ValueError(f"A and B must be square matrices of the same shape, got {tuple(A.shape)}, {tuple(B.shape)}")
     m1, m2, m3, m4 = [float(m) for m in moments]
-    eye = torch.eye(A.shape[0], dtype=A.dtype, device=A.device)
+    d = A.shape[0]
+    eye = torch.eye(d, dtype=A.dtype, device=A.device)
+
+    def ntr(X, Y):  # tr[X Y] = (1/d) sum_ij X_ij Y_ji, without forming X Y
+        return float((X * Y.T).sum()) / d
+
     a, b = _ntr(A), _ntr(B)
     Ab, Bb = A - a * eye, B - b * eye
-    AbBb = Ab @ Bb
-    t_ab, t_aa, t_bb = _ntr(AbBb), _ntr(Ab @ Ab), _ntr(Bb @ Bb)
-    t_aab, t_abb, t_abab = _ntr(Ab @ AbBb), _ntr(AbBb @ Bb), _ntr(AbBb @ AbBb)
+    AbBb, AbAb = Ab @ Bb, Ab @ Ab
+    t_ab, t_aa, t_bb = _ntr(AbBb), _ntr(AbAb), ntr(Bb, Bb)
+    t_aab, t_abb, t_abab = ntr(AbAb, Bb), ntr(AbBb, Bb), ntr(AbBb, AbBb)
     num = a * a * b * m3 + 2 * a * m1 * m2 * t_ab + b * m1 * m2 * t_aa + m1 ** 3 * t_aab
-    den1 = _ntr(A @ A) * m1 ** 2 + a * a * (m2 - m1 ** 2)
+    den1 = ntr(A, A) * m1 ** 2 + a * a * (m2 - m1 ** 2)
     den2 = (m1 ** 4 * t_abab + 2 * m1 ** 2 * (m2 - m1 ** 2) * t_ab ** 2 + 2 * m1 ** 2 * m2 * (b * t_aab + a * t_abb)
             + 4 * a * b * m1 * m3 * t_ab + a * a * b * b * m4 + m2 ** 2 * (a * a * t_bb + b * b * t_aa))
     return num, den1, den2
