@@ -127,13 +127,26 @@ def sample_points(n: int, max_points: int | None, generator=None) -> torch.Tenso
 
 
 def kernel_agop_transformed(kernel, Xt, alpha, Zt, coincident_ids=None, *, diag=False, centre=False,
-                            mem_bytes=None, acc_dtype=torch.float64):
+                            mem_bytes=None, acc_dtype=torch.float64, algorithm="auto"):
     """The AGOP in transformed coordinates (r x r, or r with ``diag``), streamed over the rows of Zt.
 
-    ``coincident_ids = (z_ids, x_ids)``: pairs with equal ids are the same point (weight 0)."""
+    ``coincident_ids = (z_ids, x_ids)``: pairs with equal ids are the same point (weight 0).
+
+    ``algorithm``: "direct" forms each gradient g_jc (cost ~ m n c r) and accumulates g g^T, the numerically safe
+    form; "folded" sums over the outputs before the large products (cost ~ m n (n + c + r)), which is much faster
+    when there are few centers and many outputs and features (modular arithmetic: n = 1860, c = 61, r = 122), but
+    adds terms that cancel, so "auto" uses it only in float64 and when it is at least twice cheaper."""
+    check_choice("algorithm", algorithm, ("auto", "direct", "folded"))
     n, c = alpha.shape
     r = Xt.shape[1]
     mem = default_mem_bytes(Xt.device) if mem_bytes is None else mem_bytes
+    if algorithm == "auto":
+        cheaper = 2 * (n + 2 * c + r) < c * r
+        fits = 8 * n * n <= mem // 2
+        algorithm = "folded" if (Xt.dtype == torch.float64 and cheaper and fits) else "direct"
+    if algorithm == "folded":
+        return _kernel_agop_folded(kernel, Xt, alpha, Zt, coincident_ids, diag=diag, centre=centre, mem=mem,
+                                   acc_dtype=acc_dtype)
     # alpha (x) X~ is (n, c*r); take the outputs in chunks if it would not fit in half the budget.
     cc = max(1, min(c, (mem // 2) // max(1, n * r * Xt.element_size())))
     xx = Xt.square().sum(1)
@@ -153,6 +166,59 @@ def kernel_agop_transformed(kernel, Xt, alpha, Zt, coincident_ids=None, *, diag=
         acc.s[c0:c0 + cc] = part.s
         acc.count = part.count
     return acc.result(centre)
+
+
+def _kernel_agop_folded(kernel, Xt, alpha, Zt, coincident_ids, *, diag, centre, mem, acc_dtype):
+    r"""The AGOP with the sum over outputs taken first.
+
+    With W the gradient weights of a block (b x n), A = W alpha and u_jc = sum_i W_ji alpha_ic x~_i, the gradient is
+    g_jc = A_jc z~_j - u_jc for radial kernels (g_jc = u_jc for inner-product kernels), and
+
+        sum_jc g g^T = Z~^T diag(sum_c A^2) Z~ - Z~^T Q X~ - (Z~^T Q X~)^T + X~^T ((W^T W) o alpha alpha^T) X~,
+
+    Q = W o (A alpha^T); the per-output sums are sum_j g_jc = A^T Z~ - (alpha o colsum W)^T X~."""
+    n, c = alpha.shape
+    r = Xt.shape[1]
+    xx = Xt.square().sum(1)
+    T = torch.zeros(n, n, dtype=acc_dtype, device=Xt.device)
+    S = torch.zeros((r,) if diag else (r, r), dtype=acc_dtype, device=Xt.device)
+    s = torch.zeros(c, r, dtype=acc_dtype, device=Xt.device)
+    wsum = torch.zeros(n, dtype=acc_dtype, device=Xt.device)
+    rows = block_rows(n, 6 * n + c + r, Xt.element_size(), mem // 2)
+    for start in range(0, Zt.shape[0], rows):
+        sl = slice(start, start + rows)
+        Zb = Zt[sl]
+        zz = Zb.square().sum(1)
+        mask = None if coincident_ids is None else coincident_ids[0][sl, None] == coincident_ids[1][None, :]
+        Sg = Zb @ Xt.T
+        W = kernel.grad_weights(Sg, zz, xx, kernel.from_gram(Sg.clone(), zz, xx, mask))
+        if mask is not None and kernel.radial:
+            W.masked_fill_(mask, 0.0)
+        W = W.to(acc_dtype)
+        T += W.T @ W
+        wsum += W.sum(0)
+        if kernel.radial:
+            Zb = Zb.to(acc_dtype)
+            A = W @ alpha.to(acc_dtype)
+            QX = (W * (A @ alpha.T.to(acc_dtype))) @ Xt.to(acc_dtype)
+            a2 = A.square().sum(1)
+            if diag:
+                S += a2 @ Zb.square() - 2 * (Zb * QX).sum(0)
+            else:
+                cross = Zb.T @ QX
+                S += (Zb * a2[:, None]).T @ Zb - cross - cross.T
+            s += A.T @ Zb
+    X64, a64 = Xt.to(acc_dtype), alpha.to(acc_dtype)
+    RX = (T * (a64 @ a64.T)) @ X64
+    S += (X64 * RX).sum(0) if diag else X64.T @ RX
+    u_sum = (a64 * wsum[:, None]).T @ X64
+    s += -u_sum if kernel.radial else u_sum
+    count = Zt.shape[0]
+    A = S / count
+    if centre:
+        mean = s / count
+        A = A - (mean.square().sum(0) if diag else mean.T @ mean)
+    return A if diag else 0.5 * (A + A.T)
 
 
 def kernel_agop(kernel, centers, alpha, X=None, M=None, *, centre: bool = False, diag: bool = False,

@@ -121,3 +121,21 @@ def test_float32_agop_at_training_points_is_accurate_where_threshold_masking_fai
     A64 = rfm.kernel_agop(rfm.LaplaceKernel(bandwidth=1.0), X, alpha)
     A32 = rfm.kernel_agop(rfm.LaplaceKernel(bandwidth=1.0), X.float(), alpha.float())
     assert float((A32 - A64).norm() / A64.norm()) < 1e-3
+
+
+@pytest.mark.parametrize("name,params", [("laplace", dict(bandwidth=2.0)), ("gaussian", dict(bandwidth=1.5)),
+                                         ("quadratic", dict(bandwidth=1.0))])
+@pytest.mark.parametrize("centre", [False, True])
+@pytest.mark.parametrize("diag", [False, True])
+def test_folded_agop_equals_the_direct_form(name, params, centre, diag):
+    from rfm.agop import kernel_agop_transformed
+    from rfm.kernels import row_ids
+
+    X, alpha, g = _fit_like(n=30, d=6, c=8)
+    Z = torch.cat([X[:10], torch.randn(5, 6, generator=g, dtype=torch.float64)])  # centers and new points
+    ids = row_ids(Z, X)
+    kernel = rfm.get_kernel(name, **params)
+    direct = kernel_agop_transformed(kernel, X, alpha, Z, ids, diag=diag, centre=centre, algorithm="direct")
+    folded = kernel_agop_transformed(kernel, X, alpha, Z, ids, diag=diag, centre=centre, algorithm="folded",
+                                     mem_bytes=20_000)  # several blocks
+    torch.testing.assert_close(folded, direct, rtol=1e-9, atol=1e-12)
