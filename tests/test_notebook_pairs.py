@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
 CHAPTERS = sorted(p for p in NOTEBOOKS.glob("*.py") if not p.name.startswith((".", "_")))
 IDS = [p.stem for p in CHAPTERS]
-REQUIRED_KNOBS = {"profile", "seed", "device"}
+REQUIRED_KNOBS = {"profile", "seed", "device", "output_dir"}
 FIX = "run `.venv/bin/jupytext --sync notebooks/{name}` and commit the .ipynb"
 
 pytestmark = pytest.mark.skipif(not CHAPTERS, reason="no chapters in notebooks/ yet")
@@ -121,6 +121,17 @@ def test_chapter_has_one_parameters_cell_with_the_standard_knobs(py):
         assert len(cells) == 1, f"{py.name} ({what}): {len(cells)} cells tagged 'parameters', expected exactly one"
         missing = REQUIRED_KNOBS - assigned_names(cells[0].source)
         assert not missing, f"{py.name} ({what}): the parameters cell does not set {sorted(missing)}"
+
+
+@pytest.mark.parametrize("py", CHAPTERS, ids=IDS)
+def test_parameters_cell_comments_contain_no_equals_sign(py):
+    """papermill reads the parameters cell line by line and cannot parse `x = 1  # a = b` (its rerun warnings and
+    `papermill --help-notebook` then miss the parameter)."""
+    cell = parameters_cells(jupytext.read(py))
+    if len(cell) != 1:
+        pytest.skip("reported by test_chapter_has_one_parameters_cell_with_the_standard_knobs")
+    bad = [line for line in cell[0].source.splitlines() if "#" in line and "=" in line.split("#", 1)[1]]
+    assert not bad, f"{py.name}: reword these parameter comments without '=':\n" + "\n".join(bad)
 
 
 @pytest.mark.parametrize("py", CHAPTERS, ids=IDS)
