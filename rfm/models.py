@@ -3,7 +3,9 @@ r"""Recursive Feature Machines as scikit-learn estimators.
 The loop (Radhakrishnan, Beaglehole, Pandit & Belkin, Science 2024), for t = 0, 1, ..., iters:
 
 1. solve   (K_{M_t}(X, X) + reg I) alpha_t = Y                    kernel ridge regression with the metric M_t
-2. record  train/validation metrics of f_t(z) = K_{M_t}(z, X) alpha_t
+2. record  train/validation metrics of f_t(z) = K_{M_t}(z, X) alpha_t (the training predictions come from the
+           solve itself, f_t(X) = Y - reg alpha_t, exact for an exact solve: check them with ``predict`` when the
+           residual matters, e.g. for reg = 0)
 3. update  M_{t+1} = normalize(AGOP(f_t)^agop_power)               (skipped after the last solve)
 
 with M_0 = I (or ``M_init``). ``iters`` counts feature updates, so ``iters=0`` is plain kernel ridge regression and
