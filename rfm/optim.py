@@ -78,7 +78,9 @@ def train_full_batch(model, X, y, optimizer: torch.optim.Optimizer, *, steps: in
 
     Before the first step and after every ``record_every`` steps (and the last), a record {"step", "train_loss",
     "val_loss", "val_metric"} is stored (the validation entries when ``X_val``, ``y_val`` and ``metric`` are
-    given), and ``callback(model, record)`` runs; it may return True to stop. ``loss`` is "mse" (mean over points
+    given), and ``callback(model, record)`` runs; it may return True to stop. ``train_loss`` is the loss at which
+    that step was taken, i.e. before its update (at step 0: the initial loss); the validation loss is measured
+    after the update. ``loss`` is "mse" (mean over points
     and outputs) or "ce", as in :func:`rfm.nets.train`. ``threads`` as there."""
     check_choice("loss", loss, LOSSES)
     check_number("steps", steps, low=0, integer=True)
