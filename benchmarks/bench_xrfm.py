@@ -1,0 +1,407 @@
+"""Fit time and test error of ``rfm.RFMRegressor`` against xRFM's leaf RFM (xrfm 0.4.5), same data, same run.
+
+Task: x ~ N(0, I_d), y = x1 * x2 (``rfm.data.low_rank_polynomial``), with held-out validation and test sets.
+Both models: l2 Laplace kernel exp(-|x - z|_M / L), L = 10, ridge 1e-3, 5 feature updates (6 solves), full M,
+float32, M = AGOP / max entry (AGOP power 1, no centring), AGOP at all training points (n <= 20,000), and the
+iterate with the lowest validation MSE kept (xRFM: ``return_best_params=True``, ``early_stop_rfm=False``; ours:
+``X_val, y_val``). xRFM is run with its default solver (``solver="solve"``, an LU solve) and, for a like-for-like
+solve, with ``solver="cholesky"`` (ours always tries Cholesky first).
+
+Every timed fit runs in a fresh subprocess (its peak resident memory, ``ru_maxrss``, or on CUDA the allocator's
+peak, is its own): a warm-up fit on a 500-point slice, then one timed fit of the full problem, then the test MSE and
+R^2. The models are interleaved, ``--repeats`` rounds of (rfm, xrfm, xrfm-chol) in rotating order, so that a change
+in machine load hits all of them alike; the best and the median wall time are reported, and the process CPU time.
+``--profile`` adds a per-phase breakdown of one more fit (in the last round) of each model (kernel build, solve,
+AGOP, M update, validation prediction), by wrapping the functions each model calls.
+
+    python benchmarks/bench_xrfm.py                 # the full table: n = 2000, 4000, 8000; d = 100
+    python benchmarks/bench_xrfm.py --quick         # a smoke run on tiny sizes (written to *.tmp files)
+    python benchmarks/bench_xrfm.py --profile       # also the phase breakdown
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+
+MODELS = {
+    "rfm": "rfm.RFMRegressor",
+    "xrfm": "xrfm RFM (solve)",
+    "xrfm-chol": "xrfm RFM (cholesky)",
+}
+PHASES = ("kernel build", "solve", "AGOP", "M update", "val predict", "row ids", "other")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# One (model, n) measurement, in a worker process
+
+
+def make_data(n, n_val, n_test, d, seed, device):
+    import torch
+    from rfm.data import low_rank_polynomial
+
+    X, y = low_rank_polynomial(n + n_val + n_test, d, "x1x2", generator=seed, dtype="float64")
+    X, y = X.to(device=device, dtype=torch.float32), y.to(device=device, dtype=torch.float32)
+    cut = (slice(0, n), slice(n, n + n_val), slice(n + n_val, None))
+    return [(X[s], y[s]) for s in cut]
+
+
+def make_fit(model, cfg, device):
+    """A function fit(X, y, X_val, y_val) -> fitted estimator, for one model with the shared settings."""
+    if model == "rfm":
+        from rfm import RFMRegressor
+
+        def fit(X, y, Xv, yv):
+            return RFMRegressor(kernel="laplace", bandwidth=cfg["bandwidth"], exponent=1.0, reg=cfg["reg"],
+                                iters=cfg["iters"], agop_power=1.0, normalize="max", centre=False, diag=False,
+                                max_agop_points=cfg["agop_points"], device=device, dtype="float32",
+                                random_state=0).fit(X, y, Xv, yv)
+        return fit
+
+    from xrfm.rfm_src.recursive_feature_machine import RFM
+
+    solver = "cholesky" if model == "xrfm-chol" else "solve"
+
+    def fit(X, y, Xv, yv):
+        m = RFM(kernel="laplace", iters=cfg["iters"], bandwidth=cfg["bandwidth"], exponent=1.0, device=device,
+                diag=False, verbose=False, tuning_metric="mse", solver=solver)
+        # reg must be passed to fit (0.4.5 never sets self.reg in __init__); early stopping off, so that the
+        # iterate is chosen by validation MSE over all iterations, as ours does.
+        m.fit((X, y[:, None]), (Xv, yv[:, None]), reg=cfg["reg"], iters=cfg["iters"],
+              total_points_to_sample=cfg["agop_points"], return_best_params=True, early_stop_rfm=False,
+              verbose=False)
+        return m
+    return fit
+
+
+def predict(model, est, X):
+    out = est.predict(X)
+    return out if model == "rfm" else out[:, 0]
+
+
+def best_iter(model, est, iters):
+    if model == "rfm":
+        return est.best_iter_
+    # xrfm 0.4.5 sets best_iter = None when the final solve is the best one (it passes iters=None there)
+    return iters if est.best_iter is None else est.best_iter
+
+
+def sync(device):
+    import torch
+    if str(device).startswith("cuda"):
+        torch.cuda.synchronize()
+
+
+def cpu_s():
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def peak_rss_mb():
+    # Linux reports ru_maxrss in KiB
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+class PhaseTimer:
+    """Exclusive wall time per phase, by wrapping functions; calls nested in an ``absorb`` phase count there."""
+
+    def __init__(self, device):
+        self.device, self.times, self.stack, self.patched = device, defaultdict(float), [], []
+
+    def wrap(self, owner, attr, phase, absorb=False):
+        fn = getattr(owner, attr)
+        timer = self
+
+        def wrapped(*args, **kwargs):
+            if timer.stack and timer.stack[-1][2]:
+                return fn(*args, **kwargs)
+            sync(timer.device)
+            frame = [phase, time.perf_counter(), absorb, 0.0]
+            timer.stack.append(frame)
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                sync(timer.device)
+                timer.stack.pop()
+                dt = time.perf_counter() - frame[1]
+                timer.times[phase] += dt - frame[3]
+                if timer.stack:
+                    timer.stack[-1][3] += dt
+
+        self.patched.append((owner, attr, fn))
+        setattr(owner, attr, wrapped)
+
+    def restore(self):
+        for owner, attr, fn in reversed(self.patched):
+            setattr(owner, attr, fn)
+
+
+def instrument(model, timer):
+    if model == "rfm":
+        import rfm.kernels
+        import rfm.models
+        timer.wrap(rfm.models, "kernel_matrix", "kernel build")
+        timer.wrap(rfm.models, "solve_krr", "solve")
+        timer.wrap(rfm.models, "kernel_agop_transformed", "AGOP")
+        timer.wrap(rfm.models.RFMRegressor, "_feature_matrix_from_agop", "M update")
+        timer.wrap(rfm.kernels.FeatureMatrix, "sqrt_factor", "M update")  # the eigh behind M = L L^T
+        timer.wrap(rfm.models.RFMRegressor, "_raw", "val predict", absorb=True)
+        timer.wrap(rfm.models, "row_ids", "row ids")
+    else:
+        from xrfm.rfm_src import recursive_feature_machine as xr
+        timer.wrap(xr.RFM, "score", "val predict", absorb=True)
+        timer.wrap(xr.RFM, "kernel", "kernel build")
+        timer.wrap(xr.RFM, "fit_predictor_lstsq", "solve")
+        timer.wrap(xr.RFM, "update_M", "AGOP")
+        timer.wrap(xr, "matrix_power", "M update")
+
+
+def worker(args):
+    import torch
+
+    torch.set_num_threads(args.threads)
+    device = torch.device(args.device)
+    cfg = {"bandwidth": args.bandwidth, "reg": args.reg, "iters": args.iters, "agop_points": args.agop_points}
+    (X, y), (Xv, yv), (Xt, yt) = make_data(args.n, args.n_val, args.n_test, args.d, args.seed, device)
+    fit = make_fit(args.model, cfg, device)
+
+    nw = min(args.n, 500)  # warm-up: the same code path on a small slice (threads, allocator, first-call costs)
+    fit(X[:nw], y[:nw], Xv, yv)
+    sync(device)
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats()
+        base_mem = torch.cuda.memory_allocated()
+    rss0 = peak_rss_mb()
+
+    sync(device)
+    t0, c0 = time.perf_counter(), cpu_s()
+    est = fit(X, y, Xv, yv)
+    sync(device)
+    wall, cpu = time.perf_counter() - t0, cpu_s() - c0
+
+    pred = torch.as_tensor(predict(args.model, est, Xt)).to(yt)
+    mse = float((pred - yt).square().mean())
+    r2 = 1.0 - mse / float((yt - yt.mean()).square().mean())
+    out = {"model": args.model, "n": args.n, "time_s": wall, "cpu_s": cpu, "test_mse": mse, "test_r2": r2,
+           "best_iter": best_iter(args.model, est, args.iters)}
+    if device.type == "cuda":
+        out["peak_mem_mb"] = (torch.cuda.max_memory_allocated() - base_mem) / 2**20
+        out["peak_mem_kind"] = "CUDA allocator peak above the data"
+    else:
+        out["peak_mem_mb"] = peak_rss_mb() - rss0
+        out["peak_mem_kind"] = "max RSS rise over data + warm-up"
+
+    if args.profile:
+        timer = PhaseTimer(device)
+        instrument(args.model, timer)
+        sync(device)
+        t0 = time.perf_counter()
+        fit(X, y, Xv, yv)
+        sync(device)
+        total = time.perf_counter() - t0
+        timer.restore()
+        phases = dict(timer.times)
+        phases["other"] = total - sum(phases.values())
+        out["profile"] = {"total_s": total, "phases_s": phases}
+    print("RESULT " + json.dumps(out), flush=True)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The driver
+
+
+def run_worker(args, model, n, profile):
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", model, "--n", str(n)]
+    for key in ("d", "n_val", "n_test", "threads", "device", "seed", "bandwidth", "reg", "iters", "agop_points"):
+        cmd += [f"--{key.replace('_', '-')}", str(getattr(args, key))]
+    if profile:
+        cmd.append("--profile")
+    env = dict(os.environ, OMP_NUM_THREADS=str(args.threads), MKL_NUM_THREADS=str(args.threads),
+               PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT)
+    for line in proc.stdout.splitlines():
+        if line.startswith("RESULT "):
+            return json.loads(line[len("RESULT "):])
+    raise RuntimeError(f"worker {model} n={n} failed (exit {proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+
+
+def machine_info(device):
+    import torch
+    import xrfm
+    info = {"date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+            "host": platform.node(), "platform": platform.platform(), "python": platform.python_version(),
+            "torch": torch.__version__, "xrfm": getattr(xrfm, "__version__", "0.4.5"),
+            "cpu": _cpu_name(), "cpu_count": os.cpu_count(), "device": str(device),
+            "load_avg_at_start": os.getloadavg()}
+    if str(device).startswith("cuda"):
+        info["gpu"] = torch.cuda.get_device_name(0)
+    try:
+        info["commit"] = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                                        cwd=ROOT, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "rfm"], capture_output=True, text=True,
+                               cwd=ROOT).stdout.strip()
+        info["rfm_dirty"] = bool(dirty)
+    except (OSError, subprocess.CalledProcessError):
+        info["commit"] = "unknown"
+    return info
+
+
+def _cpu_name():
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def table(results, models, sizes):
+    by = {(r["model"], r["n"]): r for r in results}
+    head = ["n", "model", "fit s: best (median)", "cpu s", "test MSE", "test R^2", "best iter", "peak MB",
+            "xRFM fit s / ours"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for n in sizes:
+        ours = by[("rfm", n)]["best_s"]
+        for m in models:
+            r = by[(m, n)]
+            ratio = "" if m == "rfm" else f"{r['best_s'] / ours:.2f}x"
+            lines.append("| " + " | ".join([
+                str(n), MODELS[m], f"{r['best_s']:.2f} ({r['median_s']:.2f})", f"{r['best_cpu_s']:.1f}",
+                f"{r['test_mse']:.4f}", f"{r['test_r2']:.3f}", str(r["best_iter"]), f"{r['peak_mem_mb']:.0f}",
+                ratio]) + " |")
+    return "\n".join(lines)
+
+
+def profile_table(results, models, sizes):
+    by = {(r["model"], r["n"]): r for r in results}
+    head = ["model", "n", "total s"] + list(PHASES)
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for n in sizes:
+        for m in models:
+            p = by[(m, n)]["profile"]
+            cells = [f"{p['phases_s'].get(ph, 0.0):.2f}" if ph in p["phases_s"] else "-" for ph in PHASES]
+            lines.append("| " + " | ".join([MODELS[m], str(n), f"{p['total_s']:.2f}"] + cells) + " |")
+    return "\n".join(lines)
+
+
+def render(info, settings, results):
+    """The markdown report of one run; from a saved JSON ``d``: ``render(d["machine"], d["settings"], d["results"])``."""
+    models, sizes = settings["models"], settings["sizes"]
+    md = [f"Measured {info['date']} on {info.get('gpu', info['cpu'])} ({info['cpu_count']} CPU cores, "
+          f"{settings['threads']} torch threads), torch {info['torch']}, xrfm {info['xrfm']}, commit {info['commit']}"
+          f"{' (rfm/ modified)' if info.get('rfm_dirty') else ''}. Load average at start/end: "
+          f"{info['load_avg_at_start'][0]:.1f} / {info['load_avg_at_end'][0]:.1f}.",
+          "",
+          f"d = {settings['d']}, y = x1*x2, {settings['n_val']} validation and {settings['n_test']} test points; "
+          f"Laplace L = {settings['bandwidth']:g}, reg = {settings['reg']:g}, {settings['iters']} iterations. "
+          f"fit s = wall-clock fit time, best of {settings['repeats']} interleaved runs (median in brackets); cpu s = "
+          "process CPU time of the fastest run; peak MB = " + results[0]["peak_mem_kind"] + ".",
+          "",
+          table(results, models, sizes)]
+    if "profile" in results[0]:
+        md += ["", "Phase breakdown of one fit (wall seconds, exclusive):", "", profile_table(results, models, sizes)]
+    return "\n".join(md) + "\n"
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--sizes", type=int, nargs="+", default=[2000, 4000, 8000], help="training set sizes n")
+    p.add_argument("--d", type=int, default=100)
+    p.add_argument("--n-val", type=int, default=1000, help="validation points (both models get the same)")
+    p.add_argument("--n-test", type=int, default=2000)
+    p.add_argument("--repeats", type=int, default=3, help="timed fits per (model, n); best and median reported")
+    p.add_argument("--threads", type=int, default=2, help="torch.set_num_threads in every worker")
+    p.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
+    p.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--bandwidth", type=float, default=10.0)
+    p.add_argument("--reg", type=float, default=1e-3)
+    p.add_argument("--iters", type=int, default=5, help="feature updates (both: iters + 1 solves)")
+    p.add_argument("--agop-points", type=int, default=20_000)
+    p.add_argument("--profile", action="store_true", help="also time the phases of one fit per (model, n)")
+    p.add_argument("--quick", action="store_true", help="smoke run: n in {300, 600}, 2 repeats, small val/test")
+    p.add_argument("--out", default=None, help="output stem (default benchmarks/results/<device>[_quick])")
+    p.add_argument("--worker", choices=list(MODELS), dest="model", help=argparse.SUPPRESS)
+    p.add_argument("--n", type=int, help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+
+    if args.device is None:
+        import torch
+        args.device = "cuda" if torch.cuda.is_available() else "cpu"
+    if args.model is not None:
+        return worker(args)
+    if args.quick:
+        args.sizes, args.repeats, args.n_val, args.n_test = [300, 600], 2, 200, 500
+    if "rfm" not in args.models:
+        args.models.insert(0, "rfm")
+
+    info = machine_info(args.device)
+    settings = {k: getattr(args, k) for k in ("sizes", "d", "n_val", "n_test", "repeats", "threads", "seed",
+                                              "bandwidth", "reg", "iters", "agop_points", "models")}
+    print(f"# {info['date']}  {info['cpu']} ({info['cpu_count']} cpus), device {args.device}, torch {info['torch']}"
+          f", commit {info['commit']}, load {info['load_avg_at_start']}", flush=True)
+    results = []
+    for n in args.sizes:
+        runs = defaultdict(list)
+        for rnd in range(args.repeats):
+            k = rnd % len(args.models)
+            for m in args.models[k:] + args.models[:k]:
+                r = run_worker(args, m, n, profile=args.profile and rnd == args.repeats - 1)
+                print(f"  n={n:6d} round {rnd}  {MODELS[m]:22s} {r['time_s']:7.2f}s (cpu {r['cpu_s']:6.1f}s)  "
+                      f"test MSE {r['test_mse']:.4f}  R^2 {r['test_r2']:.3f}  best iter {r['best_iter']}  "
+                      f"peak {r['peak_mem_mb']:.0f} MB", flush=True)
+                runs[m].append(r)
+        for m in args.models:
+            rs, times = runs[m], [r["time_s"] for r in runs[m]]
+            agg = {key: rs[-1][key] for key in ("model", "n", "test_mse", "test_r2", "best_iter", "peak_mem_kind")}
+            agg.update(times_s=times, cpu_s=[r["cpu_s"] for r in rs], best_s=min(times),
+                       median_s=statistics.median(times), best_cpu_s=min(r["cpu_s"] for r in rs),
+                       peak_mem_mb=max(r["peak_mem_mb"] for r in rs),
+                       test_mse_spread=max(r["test_mse"] for r in rs) - min(r["test_mse"] for r in rs))
+            if args.profile:
+                agg["profile"] = rs[-1]["profile"]
+            results.append(agg)
+    info["load_avg_at_end"] = os.getloadavg()
+
+    text = render(info, settings, results)
+    print()
+    print(text)
+
+    dev = "cuda" if str(args.device).startswith("cuda") else "cpu"
+    stem = Path(args.out) if args.out else HERE / "results" / (dev + ("_quick" if args.quick else ""))
+    suffix = ".tmp" if args.quick and not args.out else ""
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    Path(f"{stem}.md{suffix}").write_text(text)
+    Path(f"{stem}.json{suffix}").write_text(json.dumps({"machine": info, "settings": settings,
+                                                         "results": results}, indent=1) + "\n")
+    print(f"wrote {stem}.md{suffix} and {stem}.json{suffix}")
+    if not args.quick and args.out is None:
+        update_readme(dev, text)
+
+
+def update_readme(dev, text):
+    """Replace the table between the README's ``<!-- bench:<dev> -->`` markers, so that it shows the latest run."""
+    readme = HERE / "README.md"
+    start, end = f"<!-- bench:{dev}:start -->", f"<!-- bench:{dev}:end -->"
+    body = readme.read_text() if readme.exists() else ""
+    if start in body and end in body:
+        head, rest = body.split(start, 1)
+        readme.write_text(head + start + "\n" + text + end + rest.split(end, 1)[1])
+        print(f"updated the {dev} table in {readme}")
+
+
+if __name__ == "__main__":
+    main()
