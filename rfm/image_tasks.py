@@ -1,8 +1,8 @@
 r"""Image constructions for the deep-learning phenomena of Radhakrishnan, Beaglehole, Pandit & Belkin (Science 2024).
 
 The paper shows that RFM and fully connected networks share four behaviours; each needs images in which we know
-*where* the signal is. The constructions below plant it, on flattened images (rows of an (n, H*W) tensor, pixels
-in row-major order, as :mod:`rfm.data` returns them):
+*where* the signal is. The constructions below plant it, on flattened images (rows of an (n, C*H*W) tensor,
+channel first, then row by row, as :mod:`rfm.data` returns them; ``shape`` is (H, W) or (C, H, W)):
 
 * **grokking** -- :func:`square_task`: the label is carried only by a small square of amplitude ``a`` stamped on the
   images of class 1, with class imbalance in training (the paper: 500 STL-10 airplanes and 53 trucks with a 5 x 5
@@ -15,8 +15,10 @@ in row-major order, as :mod:`rfm.data` returns them):
 * **spurious features** -- :func:`add_marker`: a marker stamped on each image with a probability that depends on
   its class (correlated with the label in training, not at test).
 
-Regions are given by :func:`region_mask` (a boolean mask over the pixels) and stamped by :func:`stamp`. Every
-random choice takes a ``generator`` (a seed or a ``torch.Generator``), so that each construction is reproducible.
+Regions are given by :func:`region_mask` (a boolean mask over the pixels) and stamped by :func:`stamp`;
+:func:`pixel_map` turns a per-pixel feature diagonal back into an image. Every random choice takes a ``generator``
+(a seed or a ``torch.Generator``), so that each construction is reproducible. :func:`load_stl10` and
+:func:`load_mnist_full` fetch the paper's STL-10 and the full MNIST through torchvision (online only).
 """
 from __future__ import annotations
 
