@@ -190,18 +190,16 @@ def worker(args):
     est = fit(X, y, Xv, yv)
     sync(device)
     wall, cpu = time.perf_counter() - t0, cpu_s() - c0
+    if device.type == "cuda":
+        peak, kind = (torch.cuda.max_memory_allocated() - base_mem) / 2**20, "CUDA allocator peak above the data"
+    else:
+        peak, kind = peak_rss_mb() - rss0, "max RSS rise over data + warm-up"
 
     pred = torch.as_tensor(predict(args.model, est, Xt)).to(yt)
     mse = float((pred - yt).square().mean())
     r2 = 1.0 - mse / float((yt - yt.mean()).square().mean())
     out = {"model": args.model, "n": args.n, "time_s": wall, "cpu_s": cpu, "test_mse": mse, "test_r2": r2,
-           "best_iter": best_iter(args.model, est, args.iters)}
-    if device.type == "cuda":
-        out["peak_mem_mb"] = (torch.cuda.max_memory_allocated() - base_mem) / 2**20
-        out["peak_mem_kind"] = "CUDA allocator peak above the data"
-    else:
-        out["peak_mem_mb"] = peak_rss_mb() - rss0
-        out["peak_mem_kind"] = "max RSS rise over data + warm-up"
+           "best_iter": best_iter(args.model, est, args.iters), "peak_mem_mb": peak, "peak_mem_kind": kind}
 
     if args.profile:
         timer = PhaseTimer(device)
