@@ -13,6 +13,7 @@ The package behind the executable replication book. One concept per module:
 * :mod:`rfm.modular` -- modular arithmetic tasks, circulant deviation, AGOP alignment, random circulant features
 * :mod:`rfm.alignment` -- the pre-activation tangent kernel, AGOP = W^T K W, centred and uncentred feature correlations
 * :mod:`rfm.optim`   -- Speed Limited Optimization
+* :mod:`rfm.image_tasks` -- image constructions for the deep-learning phenomena (patches, halves, markers, masks)
 * :mod:`rfm.plots`   -- the figures chapters share (imported on demand: ``from rfm import plots``)
 * :mod:`rfm.book`    -- chapter support: profiles, the Checks summary, measured values as JSON
 * :mod:`rfm.utils`   -- device, seeding, PSD powers
@@ -26,7 +27,7 @@ from .metrics import accuracy, matrix_correlation, mse, r2_score, subspace_overl
 from .models import RFMClassifier, RFMRegressor
 from .solvers import kernel_matrix, solve_krr
 from .utils import get_device, make_generator, psd_power, seed_everything, to_numpy, top_eigenvectors
-from . import alignment, book, data, kernels, metrics, modular, nets, optim, solvers, utils  # noqa: E402
+from . import alignment, book, data, image_tasks, kernels, metrics, modular, nets, optim, solvers, utils  # noqa: E402
 
 __version__ = "0.1.0"
 
@@ -35,6 +36,6 @@ __all__ = [
     "RFMClassifier", "RFMRegressor", "accuracy", "agop", "as_feature_matrix", "feature_update", "get_device",
     "get_kernel", "kernel_agop", "kernel_gradients", "kernel_matrix", "make_generator", "matrix_correlation", "mse",
     "psd_power", "r2_score", "seed_everything", "solve_krr", "subspace_overlap", "to_numpy", "top_eigenspace_overlap",
-    "top_eigenvectors", "alignment", "book", "data", "kernels", "metrics", "modular", "nets", "optim", "solvers",
+    "top_eigenvectors", "alignment", "book", "data", "image_tasks", "kernels", "metrics", "modular", "nets", "optim", "solvers",
     "utils",
 ]

@@ -204,7 +204,7 @@ def train(model: nn.Module, X, y, *, loss: str = "mse", optimizer: str = "sgd", 
         opt = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay)
     history = []
     model.train()
-    with num_threads(threads):
+    with num_threads(threads), torch.enable_grad():  # also when called under torch.no_grad()
         for epoch in tqdm(range(1, epochs + 1), desc="train", disable=not progress, leave=False):
             order = torch.randperm(n, generator=g).to(X.device) if bs < n else None
             total = 0.0

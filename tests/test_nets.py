@@ -185,3 +185,13 @@ def test_training_makes_the_first_layer_nfm_match_the_agop_on_a_low_rank_task():
     train(net, X, y, optimizer="adam", lr=3e-3, epochs=60, batch_size=32)
     (row,) = nets.nfa_table(net, X, powers=(0.5,), kinds=("pearson",))
     assert row["trained"] >= 0.9 and row["trained"] >= row["init"] + 0.3
+
+
+def test_train_works_when_called_under_no_grad():
+    from rfm import nets
+
+    X, y = rfm.data.low_rank_polynomial(32, 4, generator=0, dtype="float32")
+    model = nets.MLP(4, [8], 1, generator=0)
+    with torch.no_grad():
+        history = nets.train(model, X, y, epochs=2, lr=0.01)
+    assert len(history) == 2 and history[-1]["train_loss"] > 0
