@@ -27,8 +27,8 @@ from __future__ import annotations
 import torch
 
 from ._checks import check_choice, check_matrix, check_number
-from .kernels import (FeatureMatrix, as_feature_matrix, block_rows, default_mem_bytes, get_kernel,
-                      predictor_grad_transformed, row_ids)
+from .kernels import (FeatureMatrix, as_feature_matrix, block_pairs, block_rows, coincident_pairs, default_mem_bytes,
+                      get_kernel, gradient_weights, iter_blocks, predictor_grad_transformed, row_ids)
 from .utils import make_generator, psd_power
 
 NORMALIZATIONS = (None, "max", "trace", "fro")
@@ -126,11 +126,12 @@ def sample_points(n: int, max_points: int | None, generator=None) -> torch.Tenso
     return torch.randperm(n, generator=make_generator(0 if generator is None else generator))[:max_points]
 
 
-def kernel_agop_transformed(kernel, Xt, alpha, Zt, coincident_ids=None, *, diag=False, centre=False,
+def kernel_agop_transformed(kernel, Xt, alpha, Zt, pairs=None, *, diag=False, centre=False,
                             mem_bytes=None, acc_dtype=torch.float64, algorithm="auto"):
     """The AGOP in transformed coordinates (r x r, or r with ``diag``), streamed over the rows of Zt.
 
-    ``coincident_ids = (z_ids, x_ids)``: pairs with equal ids are the same point (weight 0).
+    ``pairs`` (from :func:`rfm.kernels.coincident_pairs`) are the (evaluation point, center) pairs that are the same
+    point; their weight is 0.
 
     ``algorithm``: "direct" forms each gradient g_jc (cost ~ m n c r) and accumulates g g^T, the numerically safe
     form; "folded" sums over the outputs before the large products (cost ~ m n (n + c + r)), which is much faster
@@ -145,30 +146,28 @@ def kernel_agop_transformed(kernel, Xt, alpha, Zt, coincident_ids=None, *, diag=
         fits = 8 * n * n <= mem // 2
         algorithm = "folded" if (Xt.dtype == torch.float64 and cheaper and fits) else "direct"
     if algorithm == "folded":
-        return _kernel_agop_folded(kernel, Xt, alpha, Zt, coincident_ids, diag=diag, centre=centre, mem=mem,
+        return _kernel_agop_folded(kernel, Xt, alpha, Zt, pairs, diag=diag, centre=centre, mem=mem,
                                    acc_dtype=acc_dtype)
     # alpha (x) X~ is (n, c*r); take the outputs in chunks if it would not fit in half the budget.
     cc = max(1, min(c, (mem // 2) // max(1, n * r * Xt.element_size())))
     xx = Xt.square().sum(1)
     acc = AGOPAccumulator(c, r, diag=diag, dtype=acc_dtype, device=Xt.device)
-    rows = block_rows(n, 4 * n + 2 * cc * r, Xt.element_size(), mem // 2)
+    rows = min(Zt.shape[0], block_rows(n, 3 * n + 2 * cc * r, Xt.element_size(), mem // 2))
+    buf = torch.empty(rows, n, dtype=Xt.dtype, device=Xt.device)
     for c0 in range(0, c, cc):
         a = alpha[:, c0:c0 + cc]
         AX = (a[:, :, None] * Xt[:, None, :]).reshape(n, -1)
         part = AGOPAccumulator(a.shape[1], r, diag=diag, dtype=acc_dtype, device=Xt.device)
-        for start in range(0, Zt.shape[0], rows):
-            sl = slice(start, start + rows)
-            mask = None
-            if coincident_ids is not None:
-                mask = coincident_ids[0][sl, None] == coincident_ids[1][None, :]
-            part.add(predictor_grad_transformed(kernel, Zt[sl], Xt, a, mask, xx=xx, AX=AX))
+        for sl in iter_blocks(Zt.shape[0], rows):
+            part.add(predictor_grad_transformed(kernel, Zt[sl], Xt, a, block_pairs(pairs, sl), xx=xx, AX=AX,
+                                                out=buf[: sl.stop - sl.start]))
         acc.S += part.S
         acc.s[c0:c0 + cc] = part.s
         acc.count = part.count
     return acc.result(centre)
 
 
-def _kernel_agop_folded(kernel, Xt, alpha, Zt, coincident_ids, *, diag, centre, mem, acc_dtype):
+def _kernel_agop_folded(kernel, Xt, alpha, Zt, pairs, *, diag, centre, mem, acc_dtype):
     r"""The AGOP with the sum over outputs taken first.
 
     With W the gradient weights of a block (b x n), A = W alpha and u_jc = sum_i W_ji alpha_ic x~_i, the gradient is
@@ -180,27 +179,22 @@ def _kernel_agop_folded(kernel, Xt, alpha, Zt, coincident_ids, *, diag, centre, 
     n, c = alpha.shape
     r = Xt.shape[1]
     xx = Xt.square().sum(1)
+    X64, a64 = Xt.to(acc_dtype), alpha.to(acc_dtype)
     T = torch.zeros(n, n, dtype=acc_dtype, device=Xt.device)
     S = torch.zeros((r,) if diag else (r, r), dtype=acc_dtype, device=Xt.device)
     s = torch.zeros(c, r, dtype=acc_dtype, device=Xt.device)
     wsum = torch.zeros(n, dtype=acc_dtype, device=Xt.device)
-    rows = block_rows(n, 6 * n + c + r, Xt.element_size(), mem // 2)
-    for start in range(0, Zt.shape[0], rows):
-        sl = slice(start, start + rows)
-        Zb = Zt[sl]
-        zz = Zb.square().sum(1)
-        mask = None if coincident_ids is None else coincident_ids[0][sl, None] == coincident_ids[1][None, :]
-        Sg = Zb @ Xt.T
-        W = kernel.grad_weights(Sg, zz, xx, kernel.from_gram(Sg.clone(), zz, xx, mask))
-        if mask is not None and kernel.radial:
-            W.masked_fill_(mask, 0.0)
-        W = W.to(acc_dtype)
-        T += W.T @ W
+    rows = min(Zt.shape[0], block_rows(n, 4 * n + c + r, Xt.element_size(), mem // 2))
+    buf = torch.empty(rows, n, dtype=Xt.dtype, device=Xt.device)
+    for sl in iter_blocks(Zt.shape[0], rows):
+        W = gradient_weights(kernel, Zt[sl], Xt, xx=xx, pairs=block_pairs(pairs, sl),
+                             out=buf[: sl.stop - sl.start]).to(acc_dtype)
+        T.addmm_(W.T, W)
         wsum += W.sum(0)
         if kernel.radial:
-            Zb = Zb.to(acc_dtype)
-            A = W @ alpha.to(acc_dtype)
-            QX = (W * (A @ alpha.T.to(acc_dtype))) @ Xt.to(acc_dtype)
+            Zb = Zt[sl].to(acc_dtype)
+            A = W @ a64
+            QX = W.mul_(A @ a64.T) @ X64
             a2 = A.square().sum(1)
             if diag:
                 S += a2 @ Zb.square() - 2 * (Zb * QX).sum(0)
@@ -208,8 +202,7 @@ def _kernel_agop_folded(kernel, Xt, alpha, Zt, coincident_ids, *, diag, centre, 
                 cross = Zb.T @ QX
                 S += (Zb * a2[:, None]).T @ Zb - cross - cross.T
             s += A.T @ Zb
-    X64, a64 = Xt.to(acc_dtype), alpha.to(acc_dtype)
-    RX = (T * (a64 @ a64.T)) @ X64
+    RX = T.mul_(a64 @ a64.T) @ X64
     S += (X64 * RX).sum(0) if diag else X64.T @ RX
     u_sum = (a64 * wsum[:, None]).T @ X64
     s += -u_sum if kernel.radial else u_sum
@@ -242,8 +235,8 @@ def kernel_agop(kernel, centers, alpha, X=None, M=None, *, centre: bool = False,
     idx = sample_points(X.shape[0], max_points, generator)
     if idx is not None:
         X = X[idx.to(X.device)]
-    ids = row_ids(X, centers) if kernel.radial else None
-    At = kernel_agop_transformed(kernel, fm.transform(centers), alpha, fm.transform(X), ids,
+    pairs = coincident_pairs(*row_ids(X, centers)) if kernel.radial else None
+    At = kernel_agop_transformed(kernel, fm.transform(centers), alpha, fm.transform(X), pairs,
                                  diag=diag and fm.kind in ("identity", "diag"), centre=centre, mem_bytes=mem_bytes)
     A = fm.to(dtype=torch.float64).pullback_agop(At)
     if diag and A.ndim == 2:
@@ -262,12 +255,8 @@ def kernel_gradients(kernel, centers, alpha, X, M=None, *, mem_bytes=None) -> to
     alpha = alpha[:, None] if alpha.ndim == 1 else alpha
     fm: FeatureMatrix = as_feature_matrix(M, centers.shape[1]).to(centers.device)
     Xt, Zt = fm.transform(centers), fm.transform(X)
-    z_ids, x_ids = row_ids(X, centers)
+    pairs = coincident_pairs(*row_ids(X, centers)) if kernel.radial else None
     mem = default_mem_bytes(X.device) if mem_bytes is None else mem_bytes
-    rows = block_rows(centers.shape[0], 4 * centers.shape[0], X.element_size(), mem)
-    out = []
-    for start in range(0, X.shape[0], rows):
-        sl = slice(start, start + rows)
-        mask = z_ids[sl, None] == x_ids[None, :] if kernel.radial else None
-        out.append(fm.pullback(predictor_grad_transformed(kernel, Zt[sl], Xt, alpha, mask)))
-    return torch.cat(out)
+    rows = block_rows(centers.shape[0], 3 * centers.shape[0], X.element_size(), mem)
+    return torch.cat([fm.pullback(predictor_grad_transformed(kernel, Zt[sl], Xt, alpha, block_pairs(pairs, sl)))
+                      for sl in iter_blocks(X.shape[0], rows)])

@@ -156,7 +156,14 @@ def as_feature_matrix(M, d: int | None = None) -> FeatureMatrix:
 
 
 class Kernel:
-    """Base class. Subclasses define the kernel on the Gram block S = Z~ X~^T and the row norms."""
+    """Base class. A kernel acts in place on a block B of pairwise numbers between transformed points: squared
+    distances |z~_j - x~_i|^2 for radial kernels, inner products <z~_j, x~_i> for inner-product kernels.
+
+    * :meth:`values_` turns B into the kernel values k(z_j, x_i);
+    * :meth:`weights_` turns B into the gradient weights W with grad_z~ k(z_j, x_i) = W_ji (z~_j - x~_i) (radial)
+      or W_ji x~_i (inner-product), and W = 0 where the distance is exactly 0 (radial).
+
+    Working in place on one buffer keeps the n x n temporaries to one or two per block."""
 
     name = "kernel"
     radial = True
@@ -164,15 +171,10 @@ class Kernel:
     def __init__(self, bandwidth: float = 1.0):
         self.bandwidth = float(check_number("bandwidth", bandwidth, low=0, low_inclusive=False))
 
-    def from_gram(self, S, zz, xx, coincident=None):
-        """Kernel block K_ji = k(z_j, x_i) from S_ji = <z~_j, x~_i>, zz_j = |z~_j|^2, xx_i = |x~_i|^2.
-
-        Radial kernels take the distance of ``coincident`` pairs (a boolean mask) as exactly 0: the matmul formula
-        leaves a rounding residue there that the Laplace kernel's square root turns into a visible error."""
+    def values_(self, B: torch.Tensor) -> torch.Tensor:
         raise NotImplementedError
 
-    def grad_weights(self, S, zz, xx, K):
-        """W with grad_z~ k(z_j, x_i) = W_ji (z~_j - x~_i) (radial) or W_ji x~_i (inner-product kernels)."""
+    def weights_(self, B: torch.Tensor) -> torch.Tensor:
         raise NotImplementedError
 
     def matrix(self, X, Z=None, M=None) -> torch.Tensor:
@@ -181,11 +183,8 @@ class Kernel:
         Z = X if Z is None else check_matrix(Z, "Z", dtype=X.dtype, device=X.device)
         fm = as_feature_matrix(M, X.shape[1])
         Xt, Zt = fm.transform(X), fm.transform(Z)
-        coincident = None
-        if self.radial:
-            x_ids, z_ids = row_ids(X, Z)
-            coincident = x_ids[:, None] == z_ids[None, :]
-        return self.from_gram(Xt @ Zt.T, Xt.square().sum(1), Zt.square().sum(1), coincident)
+        pairs = coincident_pairs(*row_ids(X, Z)) if self.radial else None
+        return self.values_(pairwise_(self, Xt, Zt, pairs=pairs))
 
     def __call__(self, X, Z=None, M=None):
         return self.matrix(X, Z, M)
@@ -198,11 +197,6 @@ class Kernel:
         return type(self) is type(other) and vars(self) == vars(other)
 
 
-def _sqdist(S, zz, xx, coincident=None):
-    D2 = (zz[:, None] + xx[None, :] - 2 * S).clamp_min_(0)
-    return D2 if coincident is None else D2.masked_fill_(coincident, 0.0)
-
-
 class LaplaceKernel(Kernel):
     r"""k(x, z) = exp(-(|x - z|_M / L)^q), exponent q in (0, 2]."""
 
@@ -212,22 +206,25 @@ class LaplaceKernel(Kernel):
         super().__init__(bandwidth)
         self.exponent = float(check_number("exponent", exponent, low=0, low_inclusive=False, high=2))
 
-    def from_gram(self, S, zz, xx, coincident=None):
-        D2 = _sqdist(S, zz, xx, coincident)
+    def values_(self, B):
         q, L = self.exponent, self.bandwidth
         if q == 1:
-            return D2.sqrt_().div_(-L).exp_()
-        return D2.div_(L * L).pow_(q / 2).neg_().exp_()
+            return B.sqrt_().mul_(-1.0 / L).exp_()
+        return B.mul_(1.0 / L**2).pow_(q / 2).neg_().exp_()
 
-    def grad_weights(self, S, zz, xx, K):
-        # k'(r)/r = -(q / L^q) r^(q-2) k; r = 0 only at coincident points, whose weight is set to 0 by the caller.
-        D2 = _sqdist(S, zz, xx)
+    def weights_(self, B):
+        # k'(r)/r = -(q / L^q) r^(q-2) k(r); at r = 0 (coincident points) the weight is set to 0.
         q, L = self.exponent, self.bandwidth
         if q == 2:
-            return K * (-2.0 / L**2)
-        zero = D2 == 0
-        W = D2.pow_((q - 2) / 2) if q != 1 else D2.rsqrt_()
-        W.mul_(K).mul_(-q / L**q)
+            return B.mul_(-1.0 / L**2).exp_().mul_(-2.0 / L**2)
+        zero = B == 0
+        if q == 1:
+            r = B.sqrt_()
+            K = torch.mul(r, -1.0 / L).exp_()
+            W = r.reciprocal_().mul_(K).mul_(-1.0 / L)
+        else:
+            K = torch.pow(B, q / 2).mul_(-1.0 / L**q).exp_()
+            W = B.pow_((q - 2) / 2).mul_(K).mul_(-q / L**q)
         return W.masked_fill_(zero, 0.0)
 
 
@@ -239,11 +236,11 @@ class GaussianKernel(Kernel):
     def __init__(self, bandwidth: float = 1.0):
         super().__init__(bandwidth)
 
-    def from_gram(self, S, zz, xx, coincident=None):
-        return _sqdist(S, zz, xx, coincident).div_(-2 * self.bandwidth**2).exp_()
+    def values_(self, B):
+        return B.mul_(-0.5 / self.bandwidth**2).exp_()
 
-    def grad_weights(self, S, zz, xx, K):
-        return K * (-1.0 / self.bandwidth**2)
+    def weights_(self, B):
+        return self.values_(B).mul_(-1.0 / self.bandwidth**2)
 
 
 class PolynomialKernel(Kernel):
@@ -257,14 +254,14 @@ class PolynomialKernel(Kernel):
         self.degree = int(check_number("degree", degree, low=1, integer=True))
         self.c = float(check_number("c", c, low=0))
 
-    def from_gram(self, S, zz, xx, coincident=None):
-        return (S / self.bandwidth**2 + self.c) ** self.degree
+    def values_(self, B):
+        return B.mul_(1.0 / self.bandwidth**2).add_(self.c).pow_(self.degree)
 
-    def grad_weights(self, S, zz, xx, K):
+    def weights_(self, B):
         p, L2 = self.degree, self.bandwidth**2
         if p == 1:
-            return torch.full_like(S, 1.0 / L2)
-        return (S / L2 + self.c).pow_(p - 1).mul_(p / L2)
+            return B.fill_(1.0 / L2)
+        return B.mul_(1.0 / L2).add_(self.c).pow_(p - 1).mul_(p / L2)
 
 
 class QuadraticKernel(PolynomialKernel):
@@ -312,6 +309,57 @@ def row_ids(*mats: torch.Tensor):
     return torch.split(inv, sizes)
 
 
+def coincident_pairs(z_ids: torch.Tensor, x_ids: torch.Tensor):
+    """All (j, i) with z_ids[j] == x_ids[i], as two index tensors sorted by j: the pairs of identical points."""
+    order = torch.argsort(x_ids)
+    xs = x_ids[order]
+    left = torch.searchsorted(xs, z_ids, right=False)
+    counts = torch.searchsorted(xs, z_ids, right=True) - left
+    rows = torch.repeat_interleave(torch.arange(z_ids.shape[0], device=z_ids.device), counts)
+    starts = torch.repeat_interleave(left, counts)
+    offsets = torch.arange(rows.shape[0], device=z_ids.device) - torch.repeat_interleave(torch.cumsum(counts, 0) - counts,
+                                                                                          counts)
+    return rows, order[starts + offsets]
+
+
+def block_pairs(pairs, sl: slice):
+    """The coincident pairs whose row lies in the block ``sl``, with rows relative to the block start."""
+    if pairs is None:
+        return None
+    rows, cols = pairs
+    lo, hi = torch.searchsorted(rows, torch.tensor([sl.start, sl.stop], device=rows.device)).tolist()
+    return rows[lo:hi] - sl.start, cols[lo:hi]
+
+
+def pairwise_(kernel: Kernel, Zt, Xt, *, zz=None, xx=None, pairs=None, out=None):
+    """The block B of squared distances (radial kernels; coincident pairs set to exactly 0) or inner products,
+    written into ``out`` when given (shape (len(Zt), len(Xt)))."""
+    if not kernel.radial:
+        return torch.mm(Zt, Xt.T, out=out)
+    xx = Xt.square().sum(1) if xx is None else xx
+    zz = Zt.square().sum(1) if zz is None else zz
+    B = torch.addmm(xx[None, :], Zt, Xt.T, alpha=-2.0, out=out) if out is not None else \
+        torch.addmm(xx[None, :], Zt, Xt.T, alpha=-2.0)
+    B.add_(zz[:, None]).clamp_min_(0)
+    if pairs is not None and pairs[0].numel():
+        B.index_put_(pairs, torch.zeros((), dtype=B.dtype, device=B.device))
+    return B
+
+
+def gradient_weights(kernel: Kernel, Zt, Xt, *, zz=None, xx=None, pairs=None, out=None):
+    """W for a block: grad_z~ sum_i beta_i k(z_j, x_i) = sum_i beta_i W_ji (z~_j - x~_i) (radial, with W = 0 at
+    coincident pairs) or sum_i beta_i W_ji x~_i (inner-product kernels)."""
+    W = kernel.weights_(pairwise_(kernel, Zt, Xt, zz=zz, xx=xx, pairs=pairs, out=out))
+    if kernel.radial and pairs is not None and pairs[0].numel():
+        W.index_put_(pairs, torch.zeros((), dtype=W.dtype, device=W.device))
+    return W
+
+
+def iter_blocks(m: int, rows: int):
+    for start in range(0, m, rows):
+        yield slice(start, min(start + rows, m))
+
+
 def block_rows(n_cols: int, per_row_cols: int, itemsize: int, mem_bytes: int) -> int:
     """Rows per block so that about ``per_row_cols`` numbers per row fit in ``mem_bytes``."""
     return max(1, int(mem_bytes // max(1, itemsize * per_row_cols)))
@@ -325,32 +373,26 @@ def default_mem_bytes(device: torch.device) -> int:
     return 2**30
 
 
-def predictor_grad_transformed(kernel: Kernel, Zt, Xt, alpha, coincident=None, *, xx=None, pair_coef=None, AX=None):
+def predictor_grad_transformed(kernel: Kernel, Zt, Xt, alpha, pairs=None, *, xx=None, pair_coef=None, AX=None,
+                               out=None):
     """grad_z~ f_c(z_j) for every point z_j of the block and output c, in transformed coordinates: (b, c, r).
 
-    ``coincident`` is a boolean (b, n) mask of pairs (z_j, x_i) that are the same point; their weight is 0.
+    ``pairs`` are the block's coincident pairs (rows relative to the block), whose weight is 0.
     With ``pair_coef`` (b, n) given instead of ``alpha``, returns grad_z~ sum_i pair_coef_ji k(z_j, x_i): (b, r)
     (used for vector-Jacobian products). ``AX`` may hold alpha (x) X~ reshaped to (n, c*r), precomputed once for
-    many blocks."""
-    zz = Zt.square().sum(1)
-    xx = Xt.square().sum(1) if xx is None else xx
-    S = Zt @ Xt.T
-    K = kernel.from_gram(S.clone(), zz, xx, coincident)
-    W = kernel.grad_weights(S, zz, xx, K)
-    del K
-    if coincident is not None and kernel.radial:
-        W.masked_fill_(coincident, 0.0)
+    many blocks; ``out`` a (b, n) buffer to work in."""
+    W = gradient_weights(kernel, Zt, Xt, xx=xx, pairs=pairs, out=out)
     if pair_coef is not None:
         W.mul_(pair_coef)
         G = W @ Xt
-        return Zt * W.sum(1, keepdim=True) - G if kernel.radial else G
+        return G.neg_().add_(Zt * W.sum(1, keepdim=True)) if kernel.radial else G
     b, r = Zt.shape
     n, c = alpha.shape
     if AX is None:
         AX = (alpha[:, :, None] * Xt[:, None, :]).reshape(n, c * r)
     G = (W @ AX).reshape(b, c, r)
     if kernel.radial:
-        G = Zt[:, None, :] * (W @ alpha)[:, :, None] - G
+        G.neg_().add_(Zt[:, None, :] * (W @ alpha)[:, :, None])
     return G
 
 
@@ -358,42 +400,40 @@ class _KernelPredict(torch.autograd.Function):
     """f(Z) = K(Z, X) alpha with a closed-form backward pass (exact at coincident points)."""
 
     @staticmethod
-    def forward(ctx, Z, kernel, fm, X, Xt, alpha, xx, mem_bytes):
+    def forward(ctx, Z, kernel, fm, X, Xt, alpha, xx, mem_bytes, pairs):
         Zt = fm.transform(Z)
         zz = Zt.square().sum(1)
-        z_ids, x_ids = row_ids(Z, X) if kernel.radial else (None, None)
-        rows = block_rows(Xt.shape[0], 3 * Xt.shape[0], Z.element_size(), mem_bytes)
+        if pairs is None and kernel.radial:
+            pairs = coincident_pairs(*row_ids(Z, X))
+        rows = block_rows(Xt.shape[0], 2 * Xt.shape[0], Z.element_size(), mem_bytes)
+        buf = torch.empty(min(rows, Z.shape[0]), Xt.shape[0], dtype=Z.dtype, device=Z.device)
         out = torch.empty(Z.shape[0], alpha.shape[1], dtype=Z.dtype, device=Z.device)
-        for i in range(0, Z.shape[0], rows):
-            sl = slice(i, i + rows)
-            mask = None if z_ids is None else z_ids[sl, None] == x_ids[None, :]
-            out[sl] = kernel.from_gram(Zt[sl] @ Xt.T, zz[sl], xx, mask) @ alpha
+        for sl in iter_blocks(Z.shape[0], rows):
+            B = pairwise_(kernel, Zt[sl], Xt, zz=zz[sl], xx=xx, pairs=block_pairs(pairs, sl),
+                          out=buf[: sl.stop - sl.start])
+            torch.mm(kernel.values_(B), alpha, out=out[sl])
         ctx.save_for_backward(Z, X, Xt, alpha, xx)
-        ctx.kernel, ctx.fm, ctx.mem_bytes = kernel, fm, mem_bytes
+        ctx.kernel, ctx.fm, ctx.mem_bytes, ctx.pairs = kernel, fm, mem_bytes, pairs
         return out
 
     @staticmethod
     def backward(ctx, grad_out):
         Z, X, Xt, alpha, xx = ctx.saved_tensors
-        kernel = ctx.kernel
         Zt = ctx.fm.transform(Z)
-        z_ids, x_ids = row_ids(Z, X) if kernel.radial else (None, None)
         # the cotangent mixes the outputs: grad_z sum_c g_jc f_c(z_j) = sum_i (sum_c g_jc alpha_ic) grad_z k(z_j, x_i)
         beta = grad_out @ alpha.T
-        rows = block_rows(Xt.shape[0], 5 * Xt.shape[0], Z.element_size(), ctx.mem_bytes)
-        grads = [
-            predictor_grad_transformed(
-                kernel, Zt[sl], Xt, None, None if z_ids is None else z_ids[sl, None] == x_ids[None, :], xx=xx,
-                pair_coef=beta[sl])
-            for sl in (slice(i, i + rows) for i in range(0, Z.shape[0], rows))
-        ]
-        return ctx.fm.pullback(torch.cat(grads)), None, None, None, None, None, None, None
+        rows = block_rows(Xt.shape[0], 3 * Xt.shape[0], Z.element_size(), ctx.mem_bytes)
+        grads = [predictor_grad_transformed(ctx.kernel, Zt[sl], Xt, None, block_pairs(ctx.pairs, sl), xx=xx,
+                                            pair_coef=beta[sl])
+                 for sl in iter_blocks(Z.shape[0], rows)]
+        return ctx.fm.pullback(torch.cat(grads)), None, None, None, None, None, None, None, None
 
 
-def kernel_predict(kernel: Kernel, Z, X, Xt, alpha, fm: FeatureMatrix, xx=None, mem_bytes=None):
+def kernel_predict(kernel: Kernel, Z, X, Xt, alpha, fm: FeatureMatrix, xx=None, mem_bytes=None, pairs=None):
     """Predictions K(Z, X) alpha in blocks, differentiable in Z through the closed-form gradient.
 
-    ``X`` are the centers, ``Xt`` their transform by ``fm`` (passed in so that it is computed once per fit)."""
+    ``X`` are the centers, ``Xt`` their transform by ``fm`` (passed in so that it is computed once per fit);
+    ``pairs`` the coincident (row of Z, center) pairs when already known (found by comparing rows otherwise)."""
     mem = default_mem_bytes(Z.device) if mem_bytes is None else mem_bytes
     xx = Xt.square().sum(1) if xx is None else xx
-    return _KernelPredict.apply(Z, kernel, fm, X, Xt, alpha, xx, mem)
+    return _KernelPredict.apply(Z, kernel, fm, X, Xt, alpha, xx, mem, pairs)

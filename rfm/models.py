@@ -24,9 +24,9 @@ from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from tqdm import tqdm
 
 from ._checks import check_choice, check_matrix, check_number, check_same_features, check_targets, resolve_dtype
-from .agop import NORMALIZATIONS, feature_update, kernel_agop_transformed, normalization_scale, sample_points
-from .kernels import (FeatureMatrix, as_feature_matrix, get_kernel, kernel_predict, predictor_grad_transformed,
-                      row_ids)
+from .agop import (NORMALIZATIONS, feature_update, kernel_agop_transformed, kernel_gradients, normalization_scale,
+                   sample_points)
+from .kernels import FeatureMatrix, as_feature_matrix, coincident_pairs, get_kernel, kernel_predict, row_ids
 from .metrics import r2_score
 from .solvers import kernel_matrix, solve_krr
 from .utils import get_device, make_generator, psd_eigh, to_numpy
@@ -103,10 +103,12 @@ class _BaseRFM(BaseEstimator):
             X_val = check_matrix(X_val, "X_val", dtype=dtype, device=device).detach()
             check_same_features(X_val, d, "X_val")
             Y_val = self._encode_targets(y_val, X_val.shape[0], dtype, device, "y_val")
+            val_pairs = coincident_pairs(*row_ids(X_val, X)) if kernel.radial else None
         fm = FeatureMatrix.identity(d) if self.M_init is None else as_feature_matrix(self.M_init, d)
         generator = make_generator(self.random_state)
         mem = self._mem_bytes()
         ids = row_ids(X)[0] if kernel.radial else None
+        pairs = coincident_pairs(ids, ids) if kernel.radial else None  # (i, i), and duplicated rows
         self.kernel_, self.device_, self.dtype_, self.n_features_in_ = kernel, device, dtype, d
         self.X_fit_ = X
         self.history_ = []
@@ -115,7 +117,7 @@ class _BaseRFM(BaseEstimator):
         for t in range(self.iters + 1):
             t0 = time.perf_counter()
             Xt = fm.transform(X)
-            K = kernel_matrix(kernel, Xt, transformed=True, ids=None if ids is None else (ids, ids), mem_bytes=mem)
+            K = kernel_matrix(kernel, Xt, transformed=True, pairs=pairs, mem_bytes=mem)
             alpha, method = solve_krr(K, Y, self.reg, overwrite=True)
             del K
             self._set_state(fm, alpha, Xt)
@@ -123,7 +125,7 @@ class _BaseRFM(BaseEstimator):
             train_pred = Y - self.reg * alpha if method != "lstsq" else self._raw(X)
             record = {"iteration": t, "solver": method, **self._metrics(Y, train_pred, "train")}
             if X_val is not None:
-                record.update(self._metrics(Y_val, self._raw(X_val).detach(), "val"))
+                record.update(self._metrics(Y_val, self._raw(X_val, val_pairs).detach(), "val"))
                 score = self._selection_score(record)
                 if best_score is None or score > best_score:
                     best, best_score = (fm, alpha, t), score
@@ -132,9 +134,9 @@ class _BaseRFM(BaseEstimator):
             if t < self.iters and not stop:
                 idx = sample_points(n, self.max_agop_points, generator)
                 Zt = Xt if idx is None else Xt[idx.to(device)]
-                coincident = None if ids is None else ((ids if idx is None else ids[idx.to(device)]), ids)
+                eval_pairs = pairs if idx is None or ids is None else coincident_pairs(ids[idx.to(device)], ids)
                 want_diag = self.diag and fm.kind in ("identity", "diag")
-                At = kernel_agop_transformed(kernel, Xt, alpha, Zt, coincident, diag=want_diag, centre=self.centre,
+                At = kernel_agop_transformed(kernel, Xt, alpha, Zt, eval_pairs, diag=want_diag, centre=self.centre,
                                              mem_bytes=mem)
                 fm = self._feature_matrix_from_agop(fm.to(dtype=torch.float64).pullback_agop(At))
             record["time_s"] = time.perf_counter() - t0
@@ -172,9 +174,9 @@ class _BaseRFM(BaseEstimator):
             return fm.data.detach().cpu().clone()
         return fm.dense(dtype=torch.float64).cpu()
 
-    def _raw(self, X):
+    def _raw(self, X, pairs=None):
         return kernel_predict(self.kernel_, X, self.X_fit_, self.Xt_, self.alpha_, self.feature_matrix_,
-                              xx=self.xx_, mem_bytes=self._mem_bytes())
+                              xx=self.xx_, mem_bytes=self._mem_bytes(), pairs=pairs)
 
     # -- inference -------------------------------------------------------------------------------------------------
     def _check_fitted(self):
@@ -201,8 +203,8 @@ class _BaseRFM(BaseEstimator):
         centre = self.centre if centre is None else centre
         diag = self.diag if diag is None else diag
         fm = self.feature_matrix_
-        ids = row_ids(Z, self.X_fit_) if self.kernel_.radial else None
-        At = kernel_agop_transformed(self.kernel_, self.Xt_, self.alpha_, fm.transform(Z), ids,
+        pairs = coincident_pairs(*row_ids(Z, self.X_fit_)) if self.kernel_.radial else None
+        At = kernel_agop_transformed(self.kernel_, self.Xt_, self.alpha_, fm.transform(Z), pairs,
                                      diag=diag and fm.kind in ("identity", "diag"), centre=centre,
                                      mem_bytes=self._mem_bytes())
         A = fm.to(dtype=torch.float64).pullback_agop(At)
@@ -213,10 +215,8 @@ class _BaseRFM(BaseEstimator):
     def gradients(self, X):
         """Per-point input gradients of the raw outputs, shape (m, n_outputs, d)."""
         Z = self._prepare(X).detach()
-        ids = row_ids(Z, self.X_fit_) if self.kernel_.radial else None
-        mask = None if ids is None else ids[0][:, None] == ids[1][None, :]
-        G = self.feature_matrix_.pullback(
-            predictor_grad_transformed(self.kernel_, self.feature_matrix_.transform(Z), self.Xt_, self.alpha_, mask))
+        G = kernel_gradients(self.kernel_, self.X_fit_, self.alpha_, Z, self.feature_matrix_,
+                             mem_bytes=self._mem_bytes())
         return self._like_input(G, X)
 
 

@@ -12,37 +12,34 @@ import warnings
 import torch
 
 from ._checks import check_number
-from .kernels import FeatureMatrix, Kernel, block_rows, default_mem_bytes, row_ids
+from .kernels import (FeatureMatrix, Kernel, block_pairs, block_rows, coincident_pairs, default_mem_bytes, iter_blocks,
+                      pairwise_, row_ids)
 
 
 def kernel_matrix(kernel: Kernel, X: torch.Tensor, Z: torch.Tensor | None = None, fm: FeatureMatrix | None = None,
-                  *, transformed: bool = False, ids=None, mem_bytes: int | None = None) -> torch.Tensor:
-    """K_ij = k_M(x_i, z_j) as an (n, m) matrix, built in row blocks so that the temporaries stay within
-    ``mem_bytes`` (the result itself is n x m). With ``transformed=True`` X and Z are already L^T x.
+                  *, transformed: bool = False, pairs=None, mem_bytes: int | None = None) -> torch.Tensor:
+    """K_ij = k_M(x_i, z_j) as an (n, m) matrix, computed in place block by block (the only n x m memory is K).
+    With ``transformed=True`` X and Z are already L^T x.
 
-    Coincident pairs get distance exactly 0 in radial kernels: ``ids = (x_ids, z_ids)`` from
-    :func:`rfm.kernels.row_ids` names them; without it they are found by comparing the rows (when not transformed)
-    or, for K(X, X), taken to be the diagonal."""
-    if kernel.radial and ids is None and not transformed:
-        ids = row_ids(X) * 2 if Z is None else row_ids(X, Z)
+    Coincident pairs get distance exactly 0 in radial kernels: ``pairs`` (from
+    :func:`rfm.kernels.coincident_pairs`) names them; without it they are found by comparing the rows (when not
+    transformed) or, for K(X, X), taken to be the diagonal."""
+    if kernel.radial and pairs is None:
+        if not transformed:
+            pairs = coincident_pairs(*(row_ids(X) * 2 if Z is None else row_ids(X, Z)))
+        elif Z is None:
+            diag = torch.arange(X.shape[0], device=X.device)
+            pairs = (diag, diag)
     if not transformed and fm is not None:
         X = fm.transform(X)
         Z = None if Z is None else fm.transform(Z)
-    symmetric = Z is None
     Z = X if Z is None else Z
     mem = default_mem_bytes(X.device) if mem_bytes is None else mem_bytes
     xx, zz = X.square().sum(1), Z.square().sum(1)
     K = torch.empty(X.shape[0], Z.shape[0], dtype=X.dtype, device=X.device)
-    rows = block_rows(Z.shape[0], 2 * Z.shape[0], X.element_size(), mem)
-    cols = torch.arange(Z.shape[0], device=X.device)
-    for i in range(0, X.shape[0], rows):
-        sl = slice(i, i + rows)
-        mask = None
-        if kernel.radial and ids is not None:
-            mask = ids[0][sl, None] == ids[1][None, :]
-        elif kernel.radial and symmetric:
-            mask = cols[sl, None] == cols[None, :]
-        K[sl] = kernel.from_gram(X[sl] @ Z.T, xx[sl], zz, mask)
+    rows = block_rows(Z.shape[0], Z.shape[0], X.element_size(), mem)
+    for sl in iter_blocks(X.shape[0], rows):
+        kernel.values_(pairwise_(kernel, X[sl], Z, zz=xx[sl], xx=zz, pairs=block_pairs(pairs, sl), out=K[sl]))
     return K
 
 

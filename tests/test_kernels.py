@@ -100,3 +100,13 @@ def test_get_kernel_names_and_instances():
     assert rfm.get_kernel(k) is k
     assert rfm.get_kernel("quadratic").degree == 2
     assert rfm.get_kernel("laplace", bandwidth=3.0) == rfm.LaplaceKernel(bandwidth=3.0)
+
+
+def test_coincident_pairs_finds_every_identical_row():
+    from rfm.kernels import coincident_pairs, row_ids
+
+    X = torch.tensor([[0.0, 1.0], [2.0, 3.0], [0.0, 1.0], [5.0, 5.0]])
+    Z = torch.tensor([[5.0, 5.0], [0.0, 1.0], [9.0, 9.0]])
+    rows, cols = coincident_pairs(*row_ids(Z, X))
+    assert sorted(zip(rows.tolist(), cols.tolist())) == [(0, 3), (1, 0), (1, 2)]
+    assert rows.tolist() == sorted(rows.tolist())
