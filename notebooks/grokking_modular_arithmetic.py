@@ -49,7 +49,7 @@ if "google.colab" in sys.modules:
                     "agop-rfm @ git+https://github.com/rfm-book/rfm-book"], check=True)
 
 # %% tags=["parameters"]
-profile = "smoke"      # "smoke": p = 61, x + y, 20 RFM iterations (CPU, minutes); "full": the paper's grid (GPU)
+profile = "smoke"      # "smoke": p 61, addition, 20 RFM iterations (CPU, minutes); "full": the paper's grid (GPU)
 seed = 0               # seed of the train/test split (and of the random circulant features, the network)
 device = None          # None: CUDA when present, else CPU
 output_dir = None      # set by scripts/rerun.py: figures and measured values are written there
