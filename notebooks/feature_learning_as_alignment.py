@@ -608,7 +608,8 @@ rfm.book.summary("feature_learning_as_alignment", P, measured={
     "reversing_observed": [round(float(v), 4) for v in rev_obs],
     "reversing_predicted": [round(float(v), 4) for v in rev_pred],
     "reversing_drop": high - low, "reversing_max_gap": rev_gap, "chain_seconds": chain_seconds,
-    "mnist_seconds": mnist_seconds, "reversing_seconds": rev_seconds, "chapter_seconds": total_seconds}, device=dev, output_dir=output_dir);
+    "mnist_seconds": mnist_seconds, "reversing_seconds": rev_seconds, "chapter_seconds": total_seconds},
+    device=dev, output_dir=output_dir);
 
 # %% [markdown]
 # ## What we reproduced
