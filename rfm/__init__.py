@@ -18,7 +18,6 @@ The package behind the executable replication book. One concept per module:
 * :mod:`rfm.book`    -- chapter support: profiles, the Checks summary, measured values as JSON
 * :mod:`rfm.utils`   -- device, seeding, PSD powers
 """
-from . import agop as _agop_module  # noqa: F401  (module access as rfm.agop would be shadowed by the function)
 from .agop import AGOPAccumulator, feature_update, kernel_agop, kernel_gradients
 from .agop import agop
 from .kernels import (FeatureMatrix, GaussianKernel, LaplaceKernel, PolynomialKernel, QuadraticKernel,

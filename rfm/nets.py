@@ -163,23 +163,26 @@ def _prepare_targets(y, n, loss, dtype, device, name="y"):
     return y[:, None] if y.ndim == 1 else y
 
 
-def train(model: nn.Module, X, y, *, loss: str = "mse", optimizer: str = "sgd", lr: float = 0.1,
+def train(model: nn.Module, X, y, *, loss: str = "mse", optimizer="sgd", lr: float = 0.1,
           epochs: int = 100, batch_size: int | None = None, momentum: float = 0.0, weight_decay: float = 0.0,
           X_val=None, y_val=None, metric=None, eval_every: int = 1, callback=None, generator=0,
-          threads: int | None = None, progress: bool = False) -> list[dict]:
+          threads: int | None = None, progress: bool = False, record_initial: bool = False) -> list[dict]:
     """Train ``model`` in place and return its history, one record per evaluated epoch.
 
     ``loss`` "mse" (targets (n,) or (n, c), e.g. one-hot; mean over samples and outputs) or "ce" (integer labels);
-    ``optimizer`` "sgd" (with ``momentum``) or "adam"; ``batch_size`` None means full-batch gradient descent, else
+    ``optimizer`` "sgd" (with ``momentum``), "adam", or a ``torch.optim.Optimizer`` already built on the model's
+    parameters (then ``lr``, ``momentum`` and ``weight_decay`` are its own); ``batch_size`` None means full-batch
+    gradient descent, else
     mini-batches of a fresh permutation each epoch, drawn from ``generator`` (a seed or ``torch.Generator``).
     Every ``eval_every`` epochs (and at the last) a record {"epoch", "train_loss", "val_loss", "val_metric"} is
     stored, where train_loss is the mean batch loss over the epoch and ``metric(outputs, y_val)`` is optional.
     ``callback(model, record)`` runs after each record and may return True to stop. ``threads`` sets torch's CPU
     threads for the duration of training and restores them after: small networks train fastest on one thread (on
-    a busy 2-core machine one Adam step of a 50-256-1 network took 1 ms on one thread and 9 ms on two). Quiet
-    unless ``progress``."""
+    a busy 2-core machine one Adam step of a 50-256-1 network took 1 ms on one thread and 9 ms on two). With
+    ``record_initial`` a record for epoch 0 (the initial loss on all of X) comes first. Quiet unless ``progress``."""
     check_choice("loss", loss, LOSSES)
-    check_choice("optimizer", optimizer, OPTIMIZERS)
+    if not isinstance(optimizer, torch.optim.Optimizer):
+        check_choice("optimizer", optimizer, OPTIMIZERS)
     check_number("lr", lr, low=0, low_inclusive=False)
     check_number("epochs", epochs, low=0, integer=True)
     check_number("momentum", momentum, low=0, high=1, high_inclusive=False)
@@ -198,12 +201,32 @@ def train(model: nn.Module, X, y, *, loss: str = "mse", optimizer: str = "sgd", 
         Y_val = _prepare_targets(y_val, X_val.shape[0], loss, param.dtype, param.device, "y_val")
     g = make_generator(generator)
     lossf = _loss_fn(loss)
-    if optimizer == "sgd":
+    if isinstance(optimizer, torch.optim.Optimizer):
+        opt = optimizer
+    elif optimizer == "sgd":
         opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum, weight_decay=weight_decay)
     else:
         opt = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay)
     history = []
+
+    def record(epoch, train_loss):
+        rec = {"epoch": epoch, "train_loss": train_loss}
+        if X_val is not None:
+            with torch.no_grad():
+                out = model(X_val)
+                rec["val_loss"] = float(lossf(out, Y_val))
+                if metric is not None:
+                    rec["val_metric"] = float(metric(out, Y_val))
+        history.append(rec)
+        return callback is not None and bool(callback(model, rec))
+
     model.train()
+    with num_threads(threads):
+        if record_initial:
+            with torch.no_grad():
+                if record(0, float(lossf(model(X), Y))):
+                    model.eval()
+                    return history
     with num_threads(threads), torch.enable_grad():  # also when called under torch.no_grad()
         for epoch in tqdm(range(1, epochs + 1), desc="train", disable=not progress, leave=False):
             order = torch.randperm(n, generator=g).to(X.device) if bs < n else None
@@ -218,15 +241,7 @@ def train(model: nn.Module, X, y, *, loss: str = "mse", optimizer: str = "sgd", 
                 total += float(batch_loss.detach()) * xb.shape[0]
             if epoch % eval_every and epoch != epochs:
                 continue
-            record = {"epoch": epoch, "train_loss": total / n}
-            if X_val is not None:
-                with torch.no_grad():
-                    out = model(X_val)
-                    record["val_loss"] = float(lossf(out, Y_val))
-                    if metric is not None:
-                        record["val_metric"] = float(metric(out, Y_val))
-            history.append(record)
-            if callback is not None and callback(model, record):
+            if record(epoch, total / n):
                 break
     model.eval()
     return history

@@ -21,8 +21,8 @@ import math
 
 import torch
 
-from ._checks import check_choice, check_matrix, check_number
-from .nets import LOSSES, _loss_fn, _prepare_targets, num_threads
+from . import nets
+from ._checks import check_number
 
 
 class SLO(torch.optim.Optimizer):
@@ -82,43 +82,14 @@ def train_full_batch(model, X, y, optimizer: torch.optim.Optimizer, *, steps: in
     that step was taken, i.e. before its update (at step 0: the initial loss); the validation loss is measured
     after the update. ``loss`` is "mse" (mean over points
     and outputs) or "ce", as in :func:`rfm.nets.train`. ``threads`` as there."""
-    check_choice("loss", loss, LOSSES)
+    if not isinstance(optimizer, torch.optim.Optimizer):
+        raise TypeError(f"optimizer must be a torch.optim.Optimizer, got {type(optimizer).__name__}")
     check_number("steps", steps, low=0, integer=True)
-    check_number("record_every", record_every, low=1, integer=True)
-    param = next(model.parameters())
-    X = check_matrix(X, "X", dtype=param.dtype, device=param.device).detach()
-    Y = _prepare_targets(y, X.shape[0], loss, param.dtype, param.device)
-    if (X_val is None) != (y_val is None):
-        raise ValueError("X_val and y_val must be given together")
-    if X_val is not None:
-        X_val = check_matrix(X_val, "X_val", dtype=param.dtype, device=param.device).detach()
-        Y_val = _prepare_targets(y_val, X_val.shape[0], loss, param.dtype, param.device, "y_val")
-    lossf = _loss_fn(loss)
-    history = []
 
-    def record(step, train_loss):
-        rec = {"step": step, "train_loss": train_loss}
-        if X_val is not None:
-            with torch.no_grad():
-                out = model(X_val)
-                rec["val_loss"] = float(lossf(out, Y_val))
-                if metric is not None:
-                    rec["val_metric"] = float(metric(out, Y_val))
-        history.append(rec)
-        return callback is not None and bool(callback(model, rec))
+    def step_record(net, rec):  # full-batch epochs are steps
+        rec["step"] = rec.pop("epoch")
+        return callback is not None and bool(callback(net, rec))
 
-    model.train()
-    with num_threads(threads):
-        with torch.no_grad():
-            stop = record(0, float(lossf(model(X), Y)))
-        for step in range(1, steps + 1):
-            if stop:
-                break
-            optimizer.zero_grad(set_to_none=True)
-            batch_loss = lossf(model(X), Y)
-            batch_loss.backward()
-            optimizer.step()
-            if step % record_every == 0 or step == steps:
-                stop = record(step, float(batch_loss.detach()))
-    model.eval()
-    return history
+    return nets.train(model, X, y, loss=loss, optimizer=optimizer, epochs=steps, batch_size=None,
+                      eval_every=record_every, X_val=X_val, y_val=y_val, metric=metric, callback=step_record,
+                      threads=threads, record_initial=True)

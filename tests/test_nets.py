@@ -195,3 +195,17 @@ def test_train_works_when_called_under_no_grad():
     with torch.no_grad():
         history = nets.train(model, X, y, epochs=2, lr=0.01)
     assert len(history) == 2 and history[-1]["train_loss"] > 0
+
+
+def test_train_accepts_an_optimizer_instance_and_records_the_start():
+    from rfm import nets
+
+    X, y = rfm.data.low_rank_polynomial(32, 4, generator=0, dtype="float32")
+    model = nets.MLP(4, [8], 1, generator=0)
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    history = nets.train(model, X, y, optimizer=opt, epochs=3, record_initial=True)
+    assert [r["epoch"] for r in history] == [0, 1, 2, 3]
+    with torch.no_grad():
+        assert history[0]["train_loss"] == pytest.approx(float(((nets.MLP(4, [8], 1, generator=0)(X)[:, 0] - y) ** 2).mean()))
+    with pytest.raises(ValueError, match="optimizer must be one of"):
+        nets.train(model, X, y, optimizer="rmsprop", epochs=1)
