@@ -18,7 +18,7 @@ The package behind the executable replication book. One concept per module:
 * :mod:`rfm.book`    -- chapter support: profiles, the Checks summary, measured values as JSON
 * :mod:`rfm.utils`   -- device, seeding, PSD powers
 """
-from .agop import AGOPAccumulator, feature_update, kernel_agop, kernel_gradients
+from .agop import AGOPAccumulator, feature_update, jacobians, kernel_agop, kernel_gradients
 from .agop import agop
 from .kernels import (FeatureMatrix, GaussianKernel, LaplaceKernel, PolynomialKernel, QuadraticKernel,
                       as_feature_matrix, get_kernel)
@@ -33,7 +33,7 @@ __version__ = "0.1.0"
 __all__ = [
     "AGOPAccumulator", "FeatureMatrix", "GaussianKernel", "LaplaceKernel", "PolynomialKernel", "QuadraticKernel",
     "RFMClassifier", "RFMRegressor", "accuracy", "agop", "as_feature_matrix", "feature_update", "get_device",
-    "get_kernel", "kernel_agop", "kernel_gradients", "kernel_matrix", "make_generator", "matrix_correlation", "mse",
+    "get_kernel", "jacobians", "kernel_agop", "kernel_gradients", "kernel_matrix", "make_generator", "matrix_correlation", "mse",
     "psd_power", "r2_score", "seed_everything", "solve_krr", "subspace_overlap", "to_numpy", "top_eigenspace_overlap",
     "top_eigenvectors", "alignment", "book", "data", "image_tasks", "kernels", "metrics", "modular", "nets", "optim", "solvers",
     "utils",

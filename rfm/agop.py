@@ -87,16 +87,10 @@ def feature_update(A: torch.Tensor, power: float = 1.0, normalize: str | None = 
     return M / normalization_scale(M, normalize)
 
 
-def agop(f, X, *, batch_size: int | None = None, centre: bool = False, diag: bool = False, power: float = 1.0,
-         normalize: str | None = None) -> torch.Tensor:
-    """AGOP of a differentiable torch function ``f`` at the rows of ``X``, by autograd.
-
-    ``f`` maps an (b, d) batch to (b,) or (b, c) and must act row by row (no batch statistics). The gradient of each
-    output is one backward pass over the batch. Returns a float64 (d, d) matrix (or (d,) with ``diag=True``)."""
-    X = check_matrix(X, "X")
-    n, d = X.shape
+def _batch_jacobians(f, X: torch.Tensor, batch_size: int | None):
+    """Yield the per-point gradients (b, c, d) of a row-wise function, one batch of rows at a time."""
+    n = X.shape[0]
     bs = n if batch_size is None else check_number("batch_size", batch_size, low=1, integer=True)
-    acc = None
     for start in range(0, n, bs):
         Xb = X[start:start + bs].detach().clone().requires_grad_(True)
         with torch.enable_grad():
@@ -107,10 +101,30 @@ def agop(f, X, *, batch_size: int | None = None, centre: bool = False, diag: boo
             c = out.shape[1]
             grads = [torch.autograd.grad(out[:, k].sum(), Xb, retain_graph=k < c - 1, allow_unused=True)[0]
                      for k in range(c)]
-        grads = [torch.zeros_like(Xb) if g is None else g for g in grads]
-        G = torch.stack(grads, 1).detach()
+        yield torch.stack([torch.zeros_like(Xb) if g is None else g for g in grads], 1).detach()
+
+
+def jacobians(f, X, *, batch_size: int | None = None) -> torch.Tensor:
+    """Per-point gradients grad f_c(x_j) of a differentiable torch function acting row by row: shape (n, c, d).
+
+    Each output's gradient is one backward pass over a batch (the gradient of sum_j f_c(x_j) has grad f_c(x_j) as
+    its row j, because rows do not interact)."""
+    X = check_matrix(X, "X")
+    return torch.cat(list(_batch_jacobians(f, X, batch_size)))
+
+
+def agop(f, X, *, batch_size: int | None = None, centre: bool = False, diag: bool = False, power: float = 1.0,
+         normalize: str | None = None) -> torch.Tensor:
+    """AGOP of a differentiable torch function ``f`` at the rows of ``X``, by autograd.
+
+    ``f`` maps an (b, d) batch to (b,) or (b, c) and must act row by row (no batch statistics). The gradient of each
+    output is one backward pass over the batch, and batches are accumulated (:class:`AGOPAccumulator`), so the
+    result does not depend on ``batch_size``. Returns a float64 (d, d) matrix (or (d,) with ``diag=True``)."""
+    X = check_matrix(X, "X")
+    acc = None
+    for G in _batch_jacobians(f, X, batch_size):
         if acc is None:
-            acc = AGOPAccumulator(c, d, diag=diag, device=X.device)
+            acc = AGOPAccumulator(G.shape[1], X.shape[1], diag=diag, device=X.device)
         acc.add(G)
     A = acc.result(centre)
     if power == 1.0 and normalize is None:

@@ -36,7 +36,7 @@ import math
 import torch
 
 from ._checks import check_choice, check_matrix, check_number
-from .agop import agop
+from .agop import agop, jacobians
 from .metrics import matrix_correlation
 from .utils import make_generator
 
@@ -77,13 +77,7 @@ def ptk_features(model, X, layer: int) -> torch.Tensor:
 
     The network acts row by row, so the gradient of sum_i f_c(x_i) with respect to the stacked pre-activations has
     df_c(x_i)/dh_l(x_i) as its row i."""
-    H = preactivations(model, X, layer).clone().requires_grad_(True)
-    tail = from_preactivation(model, layer)
-    with torch.enable_grad():
-        out = tail(H).reshape(H.shape[0], -1)
-        c = out.shape[1]
-        grads = [torch.autograd.grad(out[:, j].sum(), H, retain_graph=j < c - 1)[0] for j in range(c)]
-    return torch.stack(grads, 1).detach()
+    return jacobians(from_preactivation(model, layer), preactivations(model, X, layer))
 
 
 def ptk(model, X, layer: int, Z=None) -> torch.Tensor:

@@ -139,3 +139,15 @@ def test_folded_agop_equals_the_direct_form(name, params, centre, diag):
     folded = kernel_agop_transformed(kernel, X, alpha, Z, ids, diag=diag, centre=centre, algorithm="folded",
                                      mem_bytes=20_000)  # several blocks
     torch.testing.assert_close(folded, direct, rtol=1e-9, atol=1e-12)
+
+
+def test_jacobians_are_the_per_point_gradients_whatever_the_batch():
+    X, alpha, g = _fit_like()
+    W = torch.randn(5, 3, generator=g, dtype=torch.float64)
+
+    def f(Z):
+        return torch.tanh(Z @ W)
+
+    J = rfm.jacobians(f, X, batch_size=7)
+    expected = (1 - torch.tanh(X @ W) ** 2)[:, :, None] * W.T[None]  # d tanh(x.w_c)/dx = (1 - tanh^2) w_c
+    torch.testing.assert_close(J, expected)
