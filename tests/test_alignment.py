@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import rfm
-from rfm import alignment as al
+from rfm.nets import alignment as al
 from rfm import nets
 
 
@@ -244,7 +244,7 @@ def test_bad_arguments_are_named():
 
 
 def test_tracker_records_feature_correlations_during_training():
-    from rfm import optim
+    from rfm.nets import optim
 
     net = _net()
     X = _data()

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from rfm import image_tasks as it
+from rfm.data import images as it
 
 
 def _pool(n=40, d=784, seed=0):

@@ -14,9 +14,9 @@ def fit(**params):
 
 
 @pytest.mark.parametrize("bad,match", [
-    (X[:, 0], r"X must be a 2-D array .* got shape \(30,\)"),
-    (X[None], r"X must be a 2-D array .* got shape \(1, 30, 4\)"),
-    (np.zeros((0, 4)), "at least 1 sample"),
+    (X[:, 0], r"Expected 2D array, got 1D array instead"),
+    (X[None], r"Found array with dim 3"),
+    (np.zeros((0, 4)), "0 sample"),
 ])
 def test_wrong_shapes_are_named(bad, match):
     with pytest.raises(ValueError, match=match):

@@ -3,7 +3,7 @@ import pytest
 import torch
 
 import rfm
-from rfm.kernels import FeatureMatrix, kernel_predict
+from rfm import FeatureMatrix
 from _reference import jacobian_ref, kernel_ref, predictor_ref, random_psd
 
 KERNELS = [
@@ -65,7 +65,7 @@ def test_prediction_backward_is_the_closed_form_gradient(name, params):
     fm, M = _feature_matrix("full", X.shape[1], g)
     kernel = rfm.get_kernel(name, **params)
     points = torch.cat([Z, X[:3]]).requires_grad_(True)
-    out = kernel_predict(kernel, points, X, fm.transform(X), alpha, fm)
+    out = rfm.KernelMachine(kernel, X, alpha, fm).predict(points)
     torch.testing.assert_close(out, predictor_ref(name, X, alpha, M, **params)(points.detach()), rtol=1e-10,
                                atol=1e-12)
     w = torch.randn(out.shape, dtype=out.dtype, generator=g)
@@ -103,7 +103,7 @@ def test_get_kernel_names_and_instances():
 
 
 def test_coincident_pairs_finds_every_identical_row():
-    from rfm.kernels import coincident_pairs, row_ids
+    from rfm.core.coincident import coincident_pairs, row_ids
 
     X = torch.tensor([[0.0, 1.0], [2.0, 3.0], [0.0, 1.0], [5.0, 5.0]])
     Z = torch.tensor([[5.0, 5.0], [0.0, 1.0], [9.0, 9.0]])

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 
-from rfm import modular as mod
+from rfm.data import modular as mod
 
 PRIMES = [5, 7, 11, 13, 61, 97]
 

@@ -2,7 +2,8 @@
 import pytest
 import torch
 
-from rfm import nets, optim
+from rfm import nets
+from rfm.nets import optim
 
 
 def _setup(seed=0, bias=False):

@@ -9,7 +9,7 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from rfm import plots  # noqa: E402
+from rfm.book import plots  # noqa: E402
 
 
 @pytest.fixture(autouse=True)

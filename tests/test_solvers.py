@@ -5,7 +5,7 @@ import pytest
 import torch
 
 import rfm
-from rfm.kernels import FeatureMatrix
+from rfm import FeatureMatrix
 
 
 def _data(n=50, d=4, seed=0):

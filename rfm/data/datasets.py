@@ -9,8 +9,8 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
-from ._checks import check_number, resolve_dtype
-from .utils import make_generator
+from .._checks import check_number, resolve_dtype
+from ..utils import make_generator
 
 
 def product_target(X: torch.Tensor) -> torch.Tensor:

@@ -35,10 +35,10 @@ import math
 
 import torch
 
-from ._checks import check_choice, check_matrix, check_number
-from .agop import agop, jacobians
-from .metrics import matrix_correlation
-from .utils import make_generator
+from .._checks import check_choice, check_matrix, check_number
+from ..core.agop import agop, jacobians
+from ..metrics import matrix_correlation
+from ..utils import make_generator
 
 KINDS = ("cosine", "pearson")
 

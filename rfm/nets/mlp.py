@@ -25,10 +25,11 @@ import torch
 from torch import nn
 from tqdm import tqdm
 
-from ._checks import check_choice, check_matrix, check_number, resolve_dtype
-from .agop import agop, feature_update
-from .metrics import matrix_correlation
-from .utils import get_device, make_generator
+from .._checks import check_choice, check_matrix, check_number, resolve_dtype
+from ..core.agop import agop
+from ..core.feature_matrix import feature_update
+from ..metrics import matrix_correlation
+from ..utils import get_device, make_generator
 
 ACTIVATIONS = {
     "relu": torch.relu,

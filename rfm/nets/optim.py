@@ -21,8 +21,8 @@ import math
 
 import torch
 
-from . import nets
-from ._checks import check_number
+from . import mlp as nets
+from .._checks import check_number
 
 
 class SLO(torch.optim.Optimizer):

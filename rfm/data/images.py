@@ -27,8 +27,8 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
-from ._checks import check_number, resolve_dtype
-from .utils import make_generator
+from .._checks import check_number, resolve_dtype
+from ..utils import make_generator
 
 
 class ImageTask(NamedTuple):
@@ -328,7 +328,7 @@ def load_stl10(root, *, classes=None, download=True, dtype="float32"):
     """STL-10 (3 x 96 x 96, labels 0-9: 0 airplane, ..., 9 truck) from torchvision's labelled train and test
     splits, pixels in [0, 1], flattened channel first; ``classes`` selects and relabels as :func:`rfm.data.split_data`
     does. The grokking experiment of the paper uses airplanes and trucks. Needs torchvision and a download."""
-    from . import data
+    from . import datasets as data
 
     tvd = data._torchvision_datasets()
     parts = []
@@ -343,7 +343,7 @@ def load_mnist_full(root, *, size: int = 28, channels: int = 1, download=True, d
     """The full MNIST (60,000 + 10,000 digits) from torchvision, pixels in [0, 1], resized to ``size`` x ``size``
     (bilinear) and repeated over ``channels``: ``size=32, channels=3`` gives the MNIST half of the paper's
     CIFAR-10 + MNIST images. Needs torchvision and a download."""
-    from . import data
+    from . import datasets as data
 
     check_number("size", size, low=1, integer=True)
     check_number("channels", channels, low=1, integer=True)

@@ -28,9 +28,9 @@ from dataclasses import dataclass
 
 import torch
 
-from ._checks import check_number, resolve_dtype
-from .metrics import matrix_correlation
-from .utils import get_device, make_generator, psd_power
+from .._checks import check_number, resolve_dtype
+from ..metrics import matrix_correlation
+from ..utils import get_device, make_generator, psd_power
 
 OPERATIONS = ("add", "sub", "mul", "div")
 _ALIASES = {"+": "add", "x+y": "add", "-": "sub", "x-y": "sub", "*": "mul", "x*y": "mul", "/": "div", "x/y": "div"}

@@ -18,8 +18,8 @@ import numpy as np
 from matplotlib.colors import LogNorm, Normalize
 from matplotlib.ticker import MaxNLocator
 
-from ._checks import check_number
-from .utils import to_numpy
+from .._checks import check_number
+from ..utils import to_numpy
 
 
 def _as_matrix(A, name: str) -> np.ndarray:

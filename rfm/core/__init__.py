@@ -1,0 +1,12 @@
+"""The kernel-machine core: everything an RFM iteration computes.
+
+* :mod:`~rfm.core.feature_matrix` -- the feature matrix M and the one map from an AGOP to the next M
+* :mod:`~rfm.core.kernels`        -- Laplace, Gaussian and polynomial kernels on transformed points; the kernel matrix
+* :mod:`~rfm.core.machine`        -- :class:`KernelMachine`: predictions, input gradients and the closed-form AGOP
+* :mod:`~rfm.core.agop`           -- the AGOP of any torch function (autograd), its accumulator
+* :mod:`~rfm.core.solvers`        -- kernel ridge regression: the solve as a strategy (``solver="auto"``, ...)
+* :mod:`~rfm.core.coincident`     -- which evaluation points are centres (exact row comparison)
+* :mod:`~rfm.core.blocks`         -- the memory policy: rows per block of kernel values
+
+The estimators (:mod:`rfm.estimators`) run the RFM loop over these pieces.
+"""

@@ -1,0 +1,124 @@
+r"""The Average Gradient Outer Product.
+
+For a predictor f: R^d -> R^c and points x_1..x_N,
+
+    AGOP(f) = (1/N) sum_j sum_c grad f_c(x_j) grad f_c(x_j)^T                    (d x d, PSD)
+
+and its *centred* form subtracts, for each output c, the mean gradient g_c = (1/N) sum_j grad f_c(x_j):
+
+    AGOP_centred(f) = AGOP(f) - sum_c g_c g_c^T.
+
+Both are accumulated from the running sums S = sum grad grad^T and s_c = sum_j grad f_c, so the result is the same
+whatever the batch size (the public RFM codes centre per batch, which makes M depend on it). The EGOP of a target
+function is the same quantity for the true function.
+
+Two routes, one accumulator:
+
+* :func:`agop` (this module) -- any differentiable torch function, by autograd;
+* :meth:`rfm.KernelMachine.agop` -- the closed form for a kernel predictor f(z) = sum_i alpha_i k_M(z, x_i),
+  streamed over the evaluation points, with seeded random sampling of the points.
+
+``power`` and ``normalize`` (M = normalize(AGOP^power)) are applied by :func:`rfm.feature_update`.
+"""
+from __future__ import annotations
+
+import torch
+
+from .._checks import check_matrix, check_number
+from ..utils import make_generator
+from .feature_matrix import feature_update
+
+
+class AGOPAccumulator:
+    """Running sums for the (optionally centred) AGOP, independent of how the points are batched."""
+
+    def __init__(self, n_outputs: int, dim: int, *, diag: bool = False, dtype=torch.float64, device=None):
+        self.diag = diag
+        self.count = 0
+        self.S = torch.zeros((dim,) if diag else (dim, dim), dtype=dtype, device=device)
+        self.s = torch.zeros(n_outputs, dim, dtype=dtype, device=device)
+
+    def add(self, G: torch.Tensor):
+        """Add per-point gradients G of shape (b, c, dim)."""
+        G = G.to(self.S.dtype)
+        flat = G.reshape(-1, G.shape[-1])
+        if self.diag:
+            self.S += flat.square().sum(0)
+        else:
+            self.S += flat.T @ flat
+        self.s += G.sum(0)
+        self.count += G.shape[0]
+
+    def result(self, centre: bool = False) -> torch.Tensor:
+        """The AGOP (1/N) S, minus sum_c g_c g_c^T when ``centre``."""
+        if self.count == 0:
+            raise ValueError("no points were added to the AGOP")
+        A = self.S / self.count
+        if centre:
+            mean = self.s / self.count
+            A = A - (mean.square().sum(0) if self.diag else mean.T @ mean)
+        return A if self.diag else 0.5 * (A + A.T)
+
+
+def _batch_jacobians(f, X: torch.Tensor, batch_size: int | None):
+    """Yield the per-point gradients (b, c, d) of a row-wise function, one batch of rows at a time."""
+    n = X.shape[0]
+    bs = n if batch_size is None else check_number("batch_size", batch_size, low=1, integer=True)
+    for start in range(0, n, bs):
+        Xb = X[start:start + bs].detach().clone().requires_grad_(True)
+        with torch.enable_grad():
+            out = f(Xb)
+            if not isinstance(out, torch.Tensor):
+                raise TypeError(f"f must return a torch.Tensor, got {type(out).__name__}")
+            if out.ndim == 0 or out.shape[0] != Xb.shape[0]:
+                raise ValueError(f"f must map a batch of {Xb.shape[0]} rows to {Xb.shape[0]} outputs (shape (b,) or "
+                                 f"(b, c)), got shape {tuple(out.shape)}; it must act row by row")
+            if not out.is_floating_point():
+                raise TypeError(f"f must return a floating-point tensor, got dtype {out.dtype}")
+            out = out.reshape(Xb.shape[0], -1)
+            c = out.shape[1]
+            grads = [torch.autograd.grad(out[:, k].sum(), Xb, retain_graph=k < c - 1, allow_unused=True)[0]
+                     for k in range(c)]
+        G = torch.stack([torch.zeros_like(Xb) if g is None else g for g in grads], 1).detach()
+        if not bool(torch.isfinite(G).all()):
+            bad = int((~torch.isfinite(G)).any(2).any(1).sum())
+            raise FloatingPointError(f"the gradients of f are NaN or infinite at {bad} of the points in rows "
+                                     f"{start}..{start + Xb.shape[0] - 1}: f is not differentiable there, or it "
+                                     "overflows (check the scale of X, or use float64)")
+        yield G
+
+
+def jacobians(f, X, *, batch_size: int | None = None) -> torch.Tensor:
+    """Per-point gradients grad f_c(x_j) of a differentiable torch function acting row by row: shape (n, c, d).
+
+    Each output's gradient is one backward pass over a batch (the gradient of sum_j f_c(x_j) has grad f_c(x_j) as
+    its row j, because rows do not interact)."""
+    X = check_matrix(X, "X")
+    return torch.cat(list(_batch_jacobians(f, X, batch_size)))
+
+
+def agop(f, X, *, batch_size: int | None = None, centre: bool = False, diag: bool = False, power: float = 1.0,
+         normalize: str | None = None) -> torch.Tensor:
+    """AGOP of a differentiable torch function ``f`` at the rows of ``X``, by autograd.
+
+    ``f`` maps an (b, d) batch to (b,) or (b, c) and must act row by row (no batch statistics). The gradient of each
+    output is one backward pass over the batch, and batches are accumulated (:class:`AGOPAccumulator`), so the
+    result does not depend on ``batch_size``. Returns a float64 (d, d) matrix (or (d,) with ``diag=True``)."""
+    X = check_matrix(X, "X")
+    acc = None
+    for G in _batch_jacobians(f, X, batch_size):
+        if acc is None:
+            acc = AGOPAccumulator(G.shape[1], X.shape[1], diag=diag, device=X.device)
+        acc.add(G)
+    A = acc.result(centre)
+    if power == 1.0 and normalize is None:
+        return A
+    return feature_update(A, power, normalize)
+
+
+def sample_points(n: int, max_points: int | None, generator=None) -> torch.Tensor | None:
+    """Indices of a uniform random subset of size ``max_points`` (without replacement), or None for all points."""
+    if max_points is None or max_points >= n:
+        return None
+    check_number("max_points", max_points, low=1, integer=True)
+    return torch.randperm(n, generator=make_generator(0 if generator is None else generator))[:max_points]

@@ -1,0 +1,269 @@
+r"""Kernels with a feature matrix, and their closed-form input gradients.
+
+A feature matrix M (d x d, PSD) enters every kernel through the transformed inputs x~ = L^T x, where M = L L^T:
+
+* Laplace   k_M(x, z) = exp(-(|x - z|_M / L)^q),  q in (0, 2]  (q = 1 is the kernel of the RFM papers)
+* Gaussian  k_M(x, z) = exp(-|x - z|_M^2 / (2 L^2))             (the grokking paper's kernel)
+* polynomial k_M(x, z) = (x^T M z / L^2 + c)^p                  (p = 2, c = 0: the quadratic kernel)
+
+with |v|_M^2 = v^T M v. M is held by :class:`rfm.core.feature_matrix.FeatureMatrix`; the transform is computed once
+and the kernels work on Euclidean distances or inner products of the transformed inputs. The kernel matrix is built
+in one place, :func:`kernel_blocks` (block by block, within the memory budget of :mod:`rfm.core.blocks`), used by
+:func:`kernel_matrix` and by the predictions of :class:`rfm.KernelMachine`.
+
+For the predictor f_c(z) = sum_i alpha_ic k_M(z, x_i), the chain rule through z~ = L^T z gives
+grad_z f = L grad_z~ f, with
+
+* radial kernels:        grad_z~ f_c(z_j) = sum_i W_ji alpha_ic (z~_j - x~_i),  W = k'(r) / r
+* inner-product kernels: grad_z~ f_c(z_j) = sum_i W_ji alpha_ic x~_i,           W = dk/d(x~.z~)
+
+Pairs where the evaluation point *is* a center (same row, detected exactly by comparing the rows, not by a distance
+threshold) get W = 0 in radial kernels. For the Gaussian kernel, and the Laplace kernel with q > 1, that term is
+exactly zero anyway (the difference vanishes); for q <= 1 the kernel has a cusp there and 0 is the convention of the
+RFM papers. Doing it by index avoids the fp32 cancellation errors of distance-threshold masking (see
+``shared/research/rfm_code.md``: up to 45% AGOP error at training points).
+"""
+from __future__ import annotations
+
+import torch
+
+from .._checks import check_matrix, check_number
+from .blocks import block_rows, iter_blocks, resolve_mem_bytes
+from .coincident import block_pairs, find_pairs
+from .feature_matrix import as_feature_matrix
+
+# ----------------------------------------------------------------------------------------------------------------
+# Kernels on transformed inputs
+
+
+class Kernel:
+    """Base class. A kernel acts in place on a block B of pairwise numbers between transformed points: squared
+    distances |z~_j - x~_i|^2 for radial kernels, inner products <z~_j, x~_i> for inner-product kernels.
+
+    * :meth:`values_` turns B into the kernel values k(z_j, x_i);
+    * :meth:`weights_` turns B into the gradient weights W with grad_z~ k(z_j, x_i) = W_ji (z~_j - x~_i) (radial)
+      or W_ji x~_i (inner-product), and W = 0 where the distance is exactly 0 (radial).
+
+    Working in place on one buffer keeps the n x n temporaries to one or two per block."""
+
+    name = "kernel"
+    radial = True
+
+    def __init__(self, bandwidth: float = 1.0):
+        self.bandwidth = float(check_number("bandwidth", bandwidth, low=0, low_inclusive=False))
+
+    def values_(self, B: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
+    def weights_(self, B: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
+    def matrix(self, X, Z=None, M=None, *, mem_bytes=None) -> torch.Tensor:
+        """Kernel matrix K_ij = k_M(x_i, z_j), shape (n, m); ``Z=None`` means Z = X, ``M=None`` the identity.
+
+        Examples
+        --------
+        >>> import torch
+        >>> from rfm import LaplaceKernel
+        >>> LaplaceKernel(bandwidth=1.0)(torch.tensor([[0.0], [1.0]]))
+        tensor([[1.0000, 0.3679],
+                [0.3679, 1.0000]])
+        """
+        X = check_matrix(X, "X")
+        Z = None if Z is None else check_matrix(Z, "Z", dtype=X.dtype, device=X.device)
+        if Z is not None and Z.shape[1] != X.shape[1]:
+            raise ValueError(f"X has {X.shape[1]} features but Z has {Z.shape[1]}; they must have the same number")
+        return kernel_matrix(self, X, Z, as_feature_matrix(M, X.shape[1]), mem_bytes=mem_bytes)
+
+    def __call__(self, X, Z=None, M=None):
+        return self.matrix(X, Z, M)
+
+    def __repr__(self):
+        params = ", ".join(f"{k}={v!r}" for k, v in vars(self).items())
+        return f"{type(self).__name__}({params})"
+
+    def __eq__(self, other):
+        return type(self) is type(other) and vars(self) == vars(other)
+
+
+class LaplaceKernel(Kernel):
+    r"""k(x, z) = exp(-(|x - z|_M / L)^q), exponent q in (0, 2]."""
+
+    name = "laplace"
+
+    def __init__(self, bandwidth: float = 10.0, exponent: float = 1.0):
+        super().__init__(bandwidth)
+        self.exponent = float(check_number("exponent", exponent, low=0, low_inclusive=False, high=2))
+
+    def values_(self, B):
+        q, L = self.exponent, self.bandwidth
+        if q == 1:
+            return B.sqrt_().mul_(-1.0 / L).exp_()
+        return B.mul_(1.0 / L**2).pow_(q / 2).neg_().exp_()
+
+    def weights_(self, B):
+        # k'(r)/r = -(q / L^q) r^(q-2) k(r); at r = 0 (coincident points) the weight is set to 0.
+        q, L = self.exponent, self.bandwidth
+        if q == 2:
+            return B.mul_(-1.0 / L**2).exp_().mul_(-2.0 / L**2)
+        zero = B == 0
+        if q == 1:
+            r = B.sqrt_()
+            K = torch.mul(r, -1.0 / L).exp_()
+            W = r.reciprocal_().mul_(K).mul_(-1.0 / L)
+        else:
+            K = torch.pow(B, q / 2).mul_(-1.0 / L**q).exp_()
+            W = B.pow_((q - 2) / 2).mul_(K).mul_(-q / L**q)
+        return W.masked_fill_(zero, 0.0)
+
+
+class GaussianKernel(Kernel):
+    r"""k(x, z) = exp(-|x - z|_M^2 / (2 L^2))."""
+
+    name = "gaussian"
+
+    def __init__(self, bandwidth: float = 1.0):
+        super().__init__(bandwidth)
+
+    def values_(self, B):
+        return B.mul_(-0.5 / self.bandwidth**2).exp_()
+
+    def weights_(self, B):
+        return self.values_(B).mul_(-1.0 / self.bandwidth**2)
+
+
+class PolynomialKernel(Kernel):
+    r"""k(x, z) = (x^T M z / L^2 + c)^p with integer degree p >= 1; ``degree=2, c=0`` is the quadratic kernel."""
+
+    name = "polynomial"
+    radial = False
+
+    def __init__(self, degree: int = 2, c: float = 0.0, bandwidth: float = 1.0):
+        super().__init__(bandwidth)
+        self.degree = int(check_number("degree", degree, low=1, integer=True))
+        self.c = float(check_number("c", c, low=0))
+
+    def values_(self, B):
+        return B.mul_(1.0 / self.bandwidth**2).add_(self.c).pow_(self.degree)
+
+    def weights_(self, B):
+        p, L2 = self.degree, self.bandwidth**2
+        if p == 1:
+            return B.fill_(1.0 / L2)
+        return B.mul_(1.0 / L2).add_(self.c).pow_(p - 1).mul_(p / L2)
+
+
+class QuadraticKernel(PolynomialKernel):
+    r"""k(x, z) = (x^T M z / L^2 + c)^2: the quadratic kernel of the grokking papers (c = 0)."""
+
+    name = "quadratic"
+
+    def __init__(self, c: float = 0.0, bandwidth: float = 1.0):
+        super().__init__(degree=2, c=c, bandwidth=bandwidth)
+
+
+KERNELS = {
+    "laplace": LaplaceKernel,
+    "gaussian": GaussianKernel,
+    "polynomial": PolynomialKernel,
+    "quadratic": QuadraticKernel,
+}
+
+
+def get_kernel(kernel="laplace", **params) -> Kernel:
+    """A kernel from its name (``"laplace"``, ``"gaussian"``, ``"polynomial"``, ``"quadratic"``) or an instance.
+
+    Parameters a kernel does not take are rejected by name, e.g. ``get_kernel("gaussian", exponent=2)``."""
+    if isinstance(kernel, Kernel):
+        if params:
+            raise ValueError(f"got a kernel instance and extra parameters {sorted(params)}; pass one or the other")
+        return kernel
+    if not isinstance(kernel, str) or kernel.lower() not in KERNELS:
+        raise ValueError(f"unknown kernel {kernel!r}; known kernels: {sorted(KERNELS)}")
+    cls = KERNELS[kernel.lower()]
+    try:
+        return cls(**params)
+    except TypeError as exc:
+        raise ValueError(f"kernel {kernel!r} does not take these parameters: {exc}") from exc
+
+
+def pairwise_(kernel: Kernel, Zt, Xt, *, zz=None, xx=None, pairs=None, out=None):
+    """The block B of squared distances (radial kernels; coincident pairs set to exactly 0) or inner products,
+    written into ``out`` when given (shape (len(Zt), len(Xt)))."""
+    if not kernel.radial:
+        return torch.mm(Zt, Xt.T, out=out) if out is not None else torch.mm(Zt, Xt.T)
+    xx = Xt.square().sum(1) if xx is None else xx
+    zz = Zt.square().sum(1) if zz is None else zz
+    B = torch.addmm(xx[None, :], Zt, Xt.T, alpha=-2.0, out=out) if out is not None else \
+        torch.addmm(xx[None, :], Zt, Xt.T, alpha=-2.0)
+    B.add_(zz[:, None]).clamp_min_(0)
+    if pairs is not None and pairs[0].numel():
+        B.index_put_(pairs, torch.zeros((), dtype=B.dtype, device=B.device))
+    return B
+
+
+def gradient_weights(kernel: Kernel, Zt, Xt, *, zz=None, xx=None, pairs=None, out=None):
+    """W for a block: grad_z~ sum_i beta_i k(z_j, x_i) = sum_i beta_i W_ji (z~_j - x~_i) (radial, with W = 0 at
+    coincident pairs) or sum_i beta_i W_ji x~_i (inner-product kernels)."""
+    W = kernel.weights_(pairwise_(kernel, Zt, Xt, zz=zz, xx=xx, pairs=pairs, out=out))
+    if kernel.radial and pairs is not None and pairs[0].numel():
+        W.index_put_(pairs, torch.zeros((), dtype=W.dtype, device=W.device))
+    return W
+
+
+
+
+def kernel_blocks(kernel: Kernel, Zt, Xt, *, pairs=None, mem_bytes=None, extra_cols: int = 0, out=None):
+    """Yield ``(sl, K_block)`` with K_block = k(z_j, x_i) for the rows ``sl`` of Zt: the one place where kernel
+    values are computed. Inputs are transformed points; ``pairs`` are the coincident (row of Zt, row of Xt) pairs.
+
+    Blocks hold as many rows as fit in the memory budget (with ``extra_cols`` more numbers per row for the
+    caller's work); with ``out`` (len(Zt), len(Xt)) the blocks are written into it, else into one reused buffer,
+    which is overwritten by the next block."""
+    n = Xt.shape[0]
+    mem = resolve_mem_bytes(mem_bytes, Xt.device)
+    rows = min(max(1, Zt.shape[0]), block_rows(n, n + extra_cols, Xt.element_size(), mem))
+    xx = Xt.square().sum(1) if kernel.radial else None
+    zz = Zt.square().sum(1) if kernel.radial else None
+    buf = None if out is not None else torch.empty(rows, n, dtype=Xt.dtype, device=Xt.device)
+    for sl in iter_blocks(Zt.shape[0], rows):
+        target = out[sl] if out is not None else buf[: sl.stop - sl.start]
+        B = pairwise_(kernel, Zt[sl], Xt, zz=None if zz is None else zz[sl], xx=xx, pairs=block_pairs(pairs, sl),
+                      out=target)
+        yield sl, kernel.values_(B)
+
+
+def kernel_matrix(kernel, X, Z=None, fm=None, *, transformed: bool = False, pairs=None,
+                  mem_bytes: int | None = None) -> torch.Tensor:
+    """K_ij = k_M(x_i, z_j) as an (n, m) matrix, computed in place block by block (the only n x m memory is K).
+
+    Parameters
+    ----------
+    kernel : Kernel or str
+        The kernel (an instance, or a name for :func:`get_kernel` with its default parameters).
+    X : torch.Tensor, shape (n, d)
+    Z : torch.Tensor, shape (m, d), optional
+        Defaults to X.
+    fm : FeatureMatrix, optional
+        M; the identity when None. Ignored with ``transformed=True`` (X and Z are then already L^T x).
+    pairs : tuple of index tensors, optional
+        Coincident (row of X, row of Z) pairs (:func:`rfm.core.coincident.find_pairs`); found by comparing rows
+        when not given (for K(X, X) in transformed coordinates: the diagonal).
+    mem_bytes : int, optional
+        Working-memory budget for one block.
+    """
+    kernel = get_kernel(kernel)
+    if kernel.radial and pairs is None:
+        if not transformed:
+            pairs = find_pairs(X, Z)
+        elif Z is None:
+            diag = torch.arange(X.shape[0], device=X.device)
+            pairs = (diag, diag)
+    if not transformed and fm is not None:
+        X = fm.transform(X)
+        Z = None if Z is None else fm.transform(Z)
+    Z = X if Z is None else Z
+    K = torch.empty(X.shape[0], Z.shape[0], dtype=X.dtype, device=X.device)
+    for _ in kernel_blocks(kernel, X, Z, pairs=pairs, mem_bytes=mem_bytes, out=K):
+        pass
+    return K
