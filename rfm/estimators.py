@@ -355,20 +355,32 @@ class RFMRegressor(RegressorMixin, _BaseRFM):
     (50,)
     """
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = True
+        return tags
+
     def _encode_fit_targets(self, y, n, dtype, device):
-        return self._encode_targets(y, n, dtype, device, "y", None), {"_y_1d": np.ndim(y) == 1}
+        Y = self._encode_targets(y, n, dtype, device, "y", None)
+        one_d = (y.ndim if isinstance(y, torch.Tensor) else np.asarray(y).ndim) == 1
+        return Y, {"_y_1d": one_d}
 
     def _encode_targets(self, y, n, dtype, device, name, fitted):
+        x_name = "X_val" if name == "y_val" else "X"
         if isinstance(y, torch.Tensor):
             if y.dtype == torch.bool:
                 y = y.to(dtype)
             return check_targets(y, n, name, dtype=dtype, device=device)
+        raw = np.asarray(y)
+        if raw.dtype.kind in "US":
+            raise ValueError(f"{name} has dtype {raw.dtype}, which looks like class labels: use "
+                             "RFMClassifier for classification, or convert numeric strings to float")
         arr = check_array(y, ensure_2d=False, dtype=np.float64, input_name=name, ensure_min_samples=0)
         if arr.ndim not in (1, 2):
             raise ValueError(f"{name} must be 1-D (n_samples,) or 2-D (n_samples, n_outputs), got shape {arr.shape}")
         if arr.shape[0] != n:
             raise ValueError(f"Found input variables with inconsistent numbers of samples: [{n}, {arr.shape[0]}] "
-                             f"({name} has {arr.shape[0]} rows but X has {n})")
+                             f"({name} has {arr.shape[0]} rows but {x_name} has {n})")
         return check_targets(arr, n, name, dtype=dtype, device=device)
 
     @staticmethod
