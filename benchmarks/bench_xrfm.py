@@ -150,15 +150,17 @@ class PhaseTimer:
 
 def instrument(model, timer):
     if model == "rfm":
-        import rfm.kernels
-        import rfm.models
-        timer.wrap(rfm.models, "kernel_matrix", "kernel build")
-        timer.wrap(rfm.models, "solve_krr", "solve")
-        timer.wrap(rfm.models, "kernel_agop_transformed", "AGOP")
-        timer.wrap(rfm.models.RFMRegressor, "_feature_matrix_from_agop", "M update")
-        timer.wrap(rfm.kernels.FeatureMatrix, "sqrt_factor", "M update")  # the eigh behind M = L L^T
-        timer.wrap(rfm.models.RFMRegressor, "_raw", "val predict", absorb=True)
-        timer.wrap(rfm.models, "row_ids", "row ids")
+        import rfm.core.coincident
+        import rfm.core.feature_matrix
+        import rfm.core.machine
+        import rfm.core.solvers
+        import rfm.estimators
+        timer.wrap(rfm.core.solvers, "kernel_matrix", "kernel build")
+        timer.wrap(rfm.core.solvers, "solve_krr", "solve")
+        timer.wrap(rfm.core.machine, "transformed_agop", "AGOP")
+        timer.wrap(rfm.estimators, "feature_matrix_from_agop", "M update")  # one eigh gives M and its factor
+        timer.wrap(rfm.core.machine.KernelMachine, "predict", "val predict", absorb=True)
+        timer.wrap(rfm.core.coincident, "row_ids", "row ids")
     else:
         from xrfm.rfm_src import recursive_feature_machine as xr
         timer.wrap(xr.RFM, "score", "val predict", absorb=True)

@@ -22,6 +22,7 @@ import copy
 import numbers
 import time
 import warnings
+from types import SimpleNamespace
 
 import numpy as np
 import torch
@@ -170,68 +171,86 @@ class _BaseRFM(BaseEstimator):
         -------
         self
         """
-        name = type(self).__name__
-        if y is None:
-            raise ValueError(f"{name} requires y to be passed, but the target y is None.")
-        kernel = self._make_kernel()
-        dtype, device = resolve_dtype(self.dtype), get_device(self.device)
-        X, _ = self._check_X(X, reset=True, dtype=dtype, device=device)
-        X = X.detach()
-        n, d = X.shape
-        solver = self._check_params(d)
-        Y, fitted = self._encode_fit_targets(y, n, dtype, device)
-        if (X_val is None) != (y_val is None):
-            raise ValueError("X_val and y_val must be given together")
-        if X_val is not None:
-            X_val, _ = self._check_X(X_val, reset=False, dtype=dtype, device=device, name="X_val")
-            X_val = X_val.detach()
-            Y_val = self._encode_targets(y_val, X_val.shape[0], dtype, device, "y_val", fitted)
-            val_pairs = find_pairs(X_val, X) if kernel.radial else None
-        fm = FeatureMatrix.identity(d) if self.M_init is None else as_feature_matrix(self.M_init, d)
-        fm = fm.to(device=device)
-        generator = self._generator()
-        mem = self._mem_bytes()
-        pairs = find_pairs(X) if kernel.radial else None  # (i, i), and duplicated rows
-        history, best, best_score = [], None, None
-        bar = tqdm(total=self.iters + 1, desc=name, disable=not self.verbose, leave=False)
+        run = self._start(X, y, X_val, y_val)
+        fm, history, best = run.M0, [], None
+        bar = tqdm(total=self.iters + 1, desc=type(self).__name__, disable=not self.verbose, leave=False)
         for t in range(self.iters + 1):
             t0 = time.perf_counter()
-            Xt = fm.transform(X)
-            _check_finite_transform(Xt)
-            res = solver.solve(kernel, Xt, Y, self.reg, pairs=pairs, mem_bytes=mem)
-            machine = KernelMachine(kernel, X, res.alpha, fm, mem_bytes=mem, _transformed=Xt)
-            train_pred = res.train_pred if res.train_pred is not None else machine.predict(X, pairs=pairs)
-            record = {"iteration": t, "solver": res.method, **self._metrics(Y, train_pred, "train", fitted)}
-            if X_val is not None:
-                record.update(self._metrics(Y_val, machine.predict(X_val, pairs=val_pairs).detach(), "val", fitted))
-                score = self._selection_score(record)
-                if best_score is None or score > best_score:
-                    best, best_score = (machine, t), score
-            record["M"] = fm.snapshot()
-            stop = False
-            if self.callback is not None:
-                view = copy.copy(self)
-                view._set_fitted(machine, history + [record], t, fitted)
-                stop = bool(self.callback(view, record))
+            machine, record = self._solve(run, fm, t)                          # 1. solve (K_M + reg I) alpha = Y
+            best = self._keep_best(best, machine, record)                      # 2. record, keep the best iterate
+            stop = self._notify(run, machine, history + [record], record)
             if t < self.iters and not stop:
                 A = machine.agop(centre=self.centre, diag=self.diag, max_points=self.max_agop_points,
-                                 generator=generator, pairs=pairs)
-                try:
-                    fm = feature_matrix_from_agop(A, power=self.agop_power, normalize=self.normalize,
-                                                  diag=self.diag, rank=self.rank).to(device=device)
-                except DegenerateAGOPError as exc:
-                    warnings.warn(f"{name}: {exc}. M is kept as it was and the loop stops after iteration {t} "
-                                  "(further iterations would repeat the same solve).", RuntimeWarning, stacklevel=2)
-                    stop = True
+                                 generator=run.generator, pairs=run.pairs)     # 3. AGOP of the predictor
+                fm, stop = self._update(A, fm, t, run)                         # 4. M = normalize(AGOP^power)
             record["time_s"] = time.perf_counter() - t0
             history.append(record)
             bar.update(1)
             if stop:
                 break
         bar.close()
-        final, best_iter = (best if best is not None else (machine, history[-1]["iteration"]))
-        self._set_fitted(final, history, best_iter, fitted)
+        machine, best_iter = best[:2] if best is not None else (machine, history[-1]["iteration"])
+        self._set_fitted(machine, history, best_iter, run.fitted)
         return self
+
+    # -- the steps of the loop -------------------------------------------------------------------------------------
+    def _start(self, X, y, X_val, y_val) -> SimpleNamespace:
+        """Validate everything and set up the run: data as tensors, kernel, solver, M_0, coincident pairs."""
+        if y is None:
+            raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None.")
+        kernel = self._make_kernel()
+        dtype, device = resolve_dtype(self.dtype), get_device(self.device)
+        X = self._check_X(X, reset=True, dtype=dtype, device=device)[0].detach()
+        n, d = X.shape
+        solver = self._check_params(d)
+        Y, fitted = self._encode_fit_targets(y, n, dtype, device)
+        if (X_val is None) != (y_val is None):
+            raise ValueError("X_val and y_val must be given together")
+        val = None
+        if X_val is not None:
+            X_val = self._check_X(X_val, reset=False, dtype=dtype, device=device, name="X_val")[0].detach()
+            Y_val = self._encode_targets(y_val, X_val.shape[0], dtype, device, "y_val", fitted)
+            val = (X_val, Y_val, find_pairs(X_val, X) if kernel.radial else None)
+        M0 = FeatureMatrix.identity(d) if self.M_init is None else as_feature_matrix(self.M_init, d)
+        return SimpleNamespace(X=X, Y=Y, val=val, kernel=kernel, solver=solver, fitted=fitted, device=device,
+                               M0=M0.to(device=device), generator=self._generator(), mem=self._mem_bytes(),
+                               pairs=find_pairs(X) if kernel.radial else None)  # (i, i), and duplicated rows
+
+    def _solve(self, run, fm, t):
+        Xt = fm.transform(run.X)
+        _check_finite_transform(Xt)
+        res = run.solver.solve(run.kernel, Xt, run.Y, self.reg, pairs=run.pairs, mem_bytes=run.mem)
+        machine = KernelMachine(run.kernel, run.X, res.alpha, fm, mem_bytes=run.mem, _transformed=Xt)
+        train_pred = res.train_pred if res.train_pred is not None else machine.predict(run.X, pairs=run.pairs)
+        record = {"iteration": t, "solver": res.method, **self._metrics(run.Y, train_pred, "train", run.fitted)}
+        if run.val is not None:
+            X_val, Y_val, val_pairs = run.val
+            record.update(self._metrics(Y_val, machine.predict(X_val, pairs=val_pairs).detach(), "val", run.fitted))
+        record["M"] = fm.snapshot()
+        return machine, record
+
+    def _keep_best(self, best, machine, record):
+        if "val_mse" not in record:
+            return best
+        score = self._selection_score(record)
+        return (machine, record["iteration"], score) if best is None or score > best[2] else best
+
+    def _notify(self, run, machine, history, record) -> bool:
+        """Call the callback on a view of the model fitted to the current iterate; True means stop."""
+        if self.callback is None:
+            return False
+        view = copy.copy(self)
+        view._set_fitted(machine, history, record["iteration"], run.fitted)
+        return bool(self.callback(view, record))
+
+    def _update(self, A, fm, t, run):
+        try:
+            return feature_matrix_from_agop(A, power=self.agop_power, normalize=self.normalize, diag=self.diag,
+                                            rank=self.rank).to(device=run.device), False
+        except DegenerateAGOPError as exc:
+            warnings.warn(f"{type(self).__name__}: {exc}. M is kept as it was and the loop stops after iteration "
+                          f"{t} (further iterations would repeat the same solve).", RuntimeWarning, stacklevel=3)
+            return fm, True
 
     def _set_fitted(self, machine, history, best_iter, fitted):
         """All fitted state, assigned at once (at the end of a successful fit, or on a callback's view)."""
@@ -385,7 +404,8 @@ class RFMRegressor(RegressorMixin, _BaseRFM):
 
     @staticmethod
     def _metrics(Y, pred, split, fitted=None):
-        return {f"{split}_mse": float((Y - pred).square().mean()), f"{split}_r2": r2_score(Y, pred)}
+        r2 = r2_score(Y, pred) if Y.shape[0] > 1 else float("nan")  # R^2 of one sample is undefined
+        return {f"{split}_mse": float((Y - pred).square().mean()), f"{split}_r2": r2}
 
     @staticmethod
     def _selection_score(record):
