@@ -78,6 +78,7 @@ import numpy as np
 import torch
 
 import rfm
+import rfm.book
 from rfm.data import images as it
 from rfm import nets
 

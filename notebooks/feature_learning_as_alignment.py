@@ -77,6 +77,7 @@ import numpy as np
 import torch
 
 import rfm
+import rfm.book
 from rfm import nets
 from rfm.book import plots
 from rfm.nets import alignment as al

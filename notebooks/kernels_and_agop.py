@@ -66,6 +66,7 @@ import numpy as np
 import torch
 
 import rfm
+import rfm.book
 from rfm.book import plots
 
 start = time.perf_counter()

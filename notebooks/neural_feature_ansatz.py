@@ -64,6 +64,7 @@ import numpy as np
 import torch
 
 import rfm
+import rfm.book
 from rfm import nets
 from rfm.book import plots
 
