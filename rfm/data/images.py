@@ -27,7 +27,7 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
-from .._checks import check_number, resolve_dtype
+from .._checks import _to_tensor, check_number, resolve_dtype
 from ..utils import make_generator
 
 
@@ -53,12 +53,57 @@ def _check_shape(shape):
     return shape if len(shape) == 3 else (1, *shape)
 
 
+def _pair(name, value, what="(start, stop), e.g. (0, 5)") -> tuple[int, int]:
+    """A pair of integers such as ``rows=(0, 5)``."""
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__len__") or len(value) != 2:
+        raise ValueError(f"{name} must be a pair of integers {what}, got {value!r}")
+    for v in value:
+        check_number(f"{name} entry", v, integer=True)
+    return int(value[0]), int(value[1])
+
+
+def _real(name, value):
+    """A real number; a one-element tensor or array counts as one."""
+    if isinstance(value, (torch.Tensor, np.ndarray)) and value.ndim == 0:
+        value = value.item()
+    return check_number(name, value)
+
+
+def _images(X, name="X") -> torch.Tensor:
+    """A 2-D numeric tensor of flattened images (n, pixels), finite; its dtype and device kept."""
+    X = _to_tensor(X, name)
+    if X.ndim != 2:
+        hint = f" (a single image: {name}.reshape(1, -1))" if X.ndim == 1 else (
+            f" (flatten the images: {name}.reshape(len({name}), -1))" if X.ndim > 2 else "")
+        raise ValueError(f"{name} must be a 2-D tensor of flattened images (n, pixels), got shape "
+                         f"{tuple(X.shape)}{hint}")
+    if X.is_floating_point() and not bool(torch.isfinite(X).all()):
+        raise ValueError(f"{name} contains {int((~torch.isfinite(X)).sum())} NaN or infinite pixel value(s)")
+    return X
+
+
+def _labels(y, name="y") -> torch.Tensor:
+    """Integer class labels as a 1-D long tensor on the CPU; float labels must be whole numbers."""
+    y = _to_tensor(y, name).detach().cpu()
+    if y.ndim == 2 and y.shape[1] == 1:
+        y = y[:, 0]
+    if y.ndim != 1:
+        raise ValueError(f"{name} must be a 1-D vector of class labels (n,), got shape {tuple(y.shape)}"
+                         + (" (one-hot labels? pass y.argmax(1))" if y.ndim == 2 else ""))
+    if y.is_floating_point():
+        if not bool(torch.isfinite(y).all()):
+            raise ValueError(f"{name} contains NaN or infinite labels")
+        if not bool((y == y.round()).all()):
+            raise ValueError(f"{name} must hold integer class labels, got non-integer values")
+    return y.long()
+
+
 def region_mask(shape, rows, cols) -> torch.Tensor:
     """Boolean mask over the pixels of an image of ``shape`` = (H, W) or (C, H, W): True on rows
     ``rows[0] <= r < rows[1]`` and columns ``cols[0] <= c < cols[1]`` (half-open, as Python slices), in every
     channel. Its length is C*H*W."""
     C, H, W = _check_shape(shape)
-    (r0, r1), (c0, c1) = rows, cols
+    (r0, r1), (c0, c1) = _pair("rows", rows), _pair("cols", cols)
     if not (0 <= r0 < r1 <= H and 0 <= c0 < c1 <= W):
         raise ValueError(f"region rows {tuple(rows)}, cols {tuple(cols)} must be non-empty and inside an image of "
                          f"shape {(H, W)}")
@@ -70,31 +115,49 @@ def region_mask(shape, rows, cols) -> torch.Tensor:
 def square_mask(shape=(28, 28), size: int = 3, position=(1, 1)) -> torch.Tensor:
     """The mask of a ``size`` x ``size`` square whose top-left pixel is at ``position`` = (row, column)."""
     check_number("size", size, low=1, integer=True)
-    r, c = position
+    r, c = _pair("position", position, "(row, column), e.g. (1, 1)")
     return region_mask(shape, (r, r + size), (c, c + size))
 
 
 def _check_mask(mask, d, name="mask"):
-    mask = torch.as_tensor(mask)
+    mask = _to_tensor(mask, name)
     if mask.dtype != torch.bool or mask.ndim != 1 or mask.numel() != d:
+        hint = ""
+        if mask.dtype != torch.bool and mask.ndim == 1 and mask.numel() == d:
+            hint = f"; convert a 0/1 vector with {name}.bool()"
+        elif mask.ndim > 1:
+            hint = f"; flatten it with {name}.reshape(-1) (channel first, then row by row)"
         raise ValueError(f"{name} must be a boolean vector with one entry per pixel ({d}), got dtype {mask.dtype} "
-                         f"and shape {tuple(mask.shape)}")
+                         f"and shape {tuple(mask.shape)}{hint} (region_mask and square_mask build such masks)")
     return mask
+
+
+def _rows(rows, n, name="rows") -> torch.Tensor:
+    """Row selection as indices: a boolean vector of length n or integer indices in [-n, n)."""
+    sel = _to_tensor(rows, name).detach().cpu().reshape(-1)
+    if sel.dtype == torch.bool:
+        if sel.numel() != n:
+            raise ValueError(f"{name} is a boolean vector of length {sel.numel()}, but X has {n} rows")
+        return torch.nonzero(sel)[:, 0]
+    if sel.is_floating_point():
+        raise TypeError(f"{name} must be a boolean vector or integer row indices, got dtype {sel.dtype}")
+    if sel.numel() and (int(sel.max()) >= n or int(sel.min()) < -n):
+        raise ValueError(f"{name} holds row indices up to {int(sel.max())} (down to {int(sel.min())}), but X has {n} "
+                         f"rows")
+    return sel.long()
 
 
 def stamp(X, mask, value: float = 1.0, *, rows=None, mode: str = "add") -> torch.Tensor:
     """A copy of X with ``value`` added to (``mode="add"``) or written into (``mode="set"``) the masked pixels of the
     selected ``rows`` (a boolean vector or indices; None: every row)."""
-    X = torch.as_tensor(X)
-    if X.ndim != 2:
-        raise ValueError(f"X must be a 2-D tensor of flattened images, got shape {tuple(X.shape)}")
+    X = _images(X)
     mask = _check_mask(mask, X.shape[1]).to(X.device)
+    value = _real("value", value)
     if mode not in ("add", "set"):
         raise ValueError(f"mode must be 'add' or 'set', got {mode!r}")
     out = X.clone()
-    sel = torch.arange(X.shape[0], device=X.device) if rows is None else torch.as_tensor(rows, device=X.device)
-    if sel.dtype == torch.bool:
-        sel = torch.nonzero(sel)[:, 0]
+    sel = torch.arange(X.shape[0]) if rows is None else _rows(rows, X.shape[0])
+    sel = sel.to(X.device)
     block = out[sel][:, mask]
     block = block + value if mode == "add" else torch.full_like(block, value)
     sub = out[sel]
@@ -119,10 +182,11 @@ def square_task(images, counts=(500, 53), *, labels=None, classes=None, mask=Non
     classifier that ignores it is at chance on a balanced test set. With ``labels`` and ``classes`` = (a, b), class 0
     is drawn from the rows labelled a and class 1 from those labelled b (the paper: 500 STL-10 airplanes and 53
     trucks, ``counts=(500, 53)``, with a 5 x 5 patch)."""
-    X = torch.as_tensor(images)
+    X = _images(images, "images")
+    if isinstance(counts, (str, bytes)) or not hasattr(counts, "__len__") or len(counts) != 2:
+        raise ValueError(f"counts must give the sizes of the two classes, e.g. (500, 53), got {counts!r}")
     counts = [int(check_number("count", c, low=1, integer=True)) for c in counts]
-    if len(counts) != 2:
-        raise ValueError(f"counts must give the sizes of the two classes, got {counts!r}")
+    amplitude = _real("amplitude", amplitude)
     check_number("noise", noise, low=0)
     if mode not in ("add", "set"):
         raise ValueError(f"mode must be 'add' or 'set', got {mode!r}")
@@ -134,7 +198,9 @@ def square_task(images, counts=(500, 53), *, labels=None, classes=None, mask=Non
             raise ValueError(f"counts {counts} need {sum(counts)} images, the pool has {X.shape[0]}")
         idx = torch.randperm(X.shape[0], generator=g)[:sum(counts)]
     else:
-        labels = torch.as_tensor(labels).long().cpu()
+        labels = _labels(labels, "labels")
+        if len(labels) != X.shape[0]:
+            raise ValueError(f"labels has {len(labels)} entries but images has {X.shape[0]} rows: one label per image")
         if classes is None or len(classes) != 2:
             raise ValueError(f"with labels, classes must name the pool labels of class 0 and class 1, got {classes!r}")
         parts = []
@@ -164,6 +230,9 @@ def threshold_mask(diag, frac: float = 0.05) -> torch.Tensor:
     thresholds the max-normalised diagonal of M at 0.05). Accepts a vector or a square matrix (its diagonal)."""
     check_number("frac", frac, low=0, high=1, high_inclusive=False)
     d = _as_diagonal(diag)
+    if not float(d.max()) > 0:
+        raise ValueError(f"threshold_mask needs a diagonal with a positive largest entry, got max {float(d.max()):.3g} "
+                         "(an all-zero feature matrix selects no pixel)")
     return d > frac * d.max()
 
 
@@ -177,11 +246,13 @@ def top_k_mask(diag, k: int) -> torch.Tensor:
 
 
 def _as_diagonal(diag) -> torch.Tensor:
-    d = torch.as_tensor(diag).detach().to(torch.float64).cpu()
+    d = _to_tensor(diag, "diag").detach().to(torch.float64).cpu()
     if d.ndim == 2 and d.shape[0] == d.shape[1]:
         d = d.diagonal()
     if d.ndim != 1:
         raise ValueError(f"expected a diagonal (vector) or a square matrix, got shape {tuple(d.shape)}")
+    if d.numel() == 0:
+        raise ValueError("the diagonal is empty; pass one feature weight per pixel")
     if not bool(torch.isfinite(d).all()):
         raise ValueError("the diagonal contains NaN or infinite values")
     return d
@@ -209,7 +280,7 @@ def concat_halves(left, right, shape=(28, 28)) -> torch.Tensor:
     """Images of shape (C, H, 2W): ``left`` and ``right`` (flattened images of ``shape`` (H, W) or (C, H, W)) side
     by side, flattened again (n, 2 C H W)."""
     C, H, W = _check_shape(shape)
-    left, right = torch.as_tensor(left), torch.as_tensor(right)
+    left, right = _to_tensor(left, "left"), _to_tensor(right, "right")
     if left.shape != right.shape or left.ndim != 2 or left.shape[1] != C * H * W:
         raise ValueError(f"left and right must both have shape (n, {C * H * W}), got {tuple(left.shape)} and "
                          f"{tuple(right.shape)}")
@@ -230,8 +301,8 @@ def half_mask(shape=(28, 28), side: str = "left") -> torch.Tensor:
 def pick_by_label(y_wanted, y_pool, *, other_class: bool = False, generator=0) -> torch.Tensor:
     """For each wanted label, the index of a random pool row with that label (``other_class=True``: with a
     different label, chosen uniformly among the pool rows of every other class). Rows may repeat."""
-    y_wanted = torch.as_tensor(y_wanted).long().cpu()
-    y_pool = torch.as_tensor(y_pool).long().cpu()
+    y_wanted = _labels(y_wanted, "y_wanted")
+    y_pool = _labels(y_pool, "y_pool")
     g = make_generator(generator)
     out = torch.empty(len(y_wanted), dtype=torch.long)
     for c in torch.unique(y_wanted).tolist():
@@ -251,10 +322,12 @@ def two_half_task(easy, easy_y, hard, hard_y, *, replace: str | None = None, sha
     The mask is the easy (left) half."""
     if replace not in (None, "easy", "hard"):
         raise ValueError(f"replace must be None, 'easy' or 'hard', got {replace!r}")
-    easy, hard = torch.as_tensor(easy), torch.as_tensor(hard)
-    y = torch.as_tensor(easy_y).long().cpu()
+    easy, hard = _images(easy, "easy"), _images(hard, "hard")
+    y = _labels(easy_y, "easy_y")
     if easy.shape[0] != len(y):
         raise ValueError(f"easy has {easy.shape[0]} rows but easy_y has {len(y)}")
+    if hard.shape[0] != len(_labels(hard_y, "hard_y")):
+        raise ValueError(f"hard has {hard.shape[0]} rows but hard_y has {len(_labels(hard_y, 'hard_y'))}")
     g = make_generator(generator)
     right = hard[pick_by_label(y, hard_y, other_class=replace == "hard", generator=g).to(hard.device)]
     left = easy if replace != "easy" else easy[pick_by_label(y, y, other_class=True, generator=g).to(easy.device)]
@@ -271,12 +344,14 @@ def add_marker(X, y, mask, rates, *, value: float = 1.0, mode: str = "set", gene
     ``rates = (0.05, 0.95)`` marks 95 % of class 1 and 5 % of class 0 (a spurious correlation); ``(1, 0)`` marks
     every class-0 image and no class-1 image (the correlation reversed). Returns ``(X_marked, marked)`` with the
     boolean vector of the rows that were stamped."""
-    X = torch.as_tensor(X)
-    y = torch.as_tensor(y).long().cpu()
-    rates = torch.as_tensor(rates, dtype=torch.float64)
+    X = _images(X)
+    y = _labels(y)
+    rates = _to_tensor(rates, "rates").to(torch.float64)
     if len(y) != X.shape[0]:
         raise ValueError(f"X has {X.shape[0]} rows but y has {len(y)}")
-    if rates.ndim != 1 or bool(((rates < 0) | (rates > 1)).any()):
+    if len(y) and int(y.min()) < 0:
+        raise ValueError(f"labels must be >= 0 (they index rates), got {int(y.min())}")
+    if rates.ndim != 1 or not bool(torch.isfinite(rates).all()) or bool(((rates < 0) | (rates > 1)).any()):
         raise ValueError(f"rates must be one probability in [0, 1] per class, got {rates.tolist()}")
     if len(y) and int(y.max()) >= len(rates):
         raise ValueError(f"labels go up to {int(y.max())} but rates has {len(rates)} entries")
@@ -289,11 +364,16 @@ def rotate_images(X, angles, shape=(28, 28)) -> torch.Tensor:
     """Each image of X (flattened images of ``shape``) rotated about its centre by ``angles`` (degrees,
     counter-clockwise; one per row, or one for all), with bilinear interpolation and zeros outside the image."""
     C, H, W = _check_shape(shape)
-    X = torch.as_tensor(X)
-    if X.ndim != 2 or X.shape[1] != C * H * W:
-        raise ValueError(f"X must have shape (n, {C * H * W}), got {tuple(X.shape)}")
+    X = _images(X)
+    if X.shape[1] != C * H * W:
+        raise ValueError(f"X must have shape (n, {C * H * W}) for images of shape {shape}, got {tuple(X.shape)}")
     n = X.shape[0]
-    a = torch.as_tensor(angles, dtype=torch.float64).reshape(-1).expand(n) * (torch.pi / 180)
+    a = _to_tensor(angles, "angles").to(dtype=torch.float64, device=X.device).reshape(-1)
+    if a.numel() not in (1, n):
+        raise ValueError(f"angles must be one angle for all images or one per row of X ({n}), got {a.numel()}")
+    if not bool(torch.isfinite(a).all()):
+        raise ValueError("angles contains NaN or infinite values")
+    a = a.expand(n) * (torch.pi / 180)
     cos, sin = torch.cos(a), torch.sin(a)
     # affine_grid maps each output position (x right, y down, in [-1, 1]) to the input position it samples; for a
     # counter-clockwise turn on screen (y pointing down) the output at angle phi samples the input at phi - a
