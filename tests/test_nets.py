@@ -209,3 +209,36 @@ def test_train_accepts_an_optimizer_instance_and_records_the_start():
         assert history[0]["train_loss"] == pytest.approx(float(((nets.MLP(4, [8], 1, generator=0)(X)[:, 0] - y) ** 2).mean()))
     with pytest.raises(ValueError, match="optimizer must be one of"):
         nets.train(model, X, y, optimizer="rmsprop", epochs=1)
+
+
+def test_quadratic_uniform_init_is_the_papers_scaled_kaiming_uniform():
+    # the paper's code: every entry of a layer with fan-in m is U[-s/sqrt(m), s/sqrt(m)], drawn layer by layer
+    s, d_in, width, d_out = 0.5, 22, 64, 11
+    net = nets.MLP(d_in, [width], d_out, activation="quadratic", init="uniform", init_scale=s, bias=False,
+                   dtype="float64", generator=torch.Generator().manual_seed(5))
+    g = torch.Generator().manual_seed(5)
+    for layer, (rows, fan_in) in enumerate([(width, d_in), (d_out, width)]):
+        W = net.weight(layer).detach()
+        expected = (2 * torch.rand(rows, fan_in, generator=g, dtype=torch.float64) - 1) * (s / fan_in**0.5)
+        torch.testing.assert_close(W, expected, rtol=0, atol=0)
+        bound = s / fan_in**0.5
+        assert float(W.abs().max()) <= bound and float(W.abs().max()) > 0.9 * bound  # fills the interval
+    assert all(lin.bias is None for lin in net.layers)
+    x = torch.randn(3, d_in, dtype=torch.float64)
+    W1, W2 = net.weight(0).detach(), net.weight(1).detach()
+    torch.testing.assert_close(net(x), (x @ W1.T).square() @ W2.T)
+
+
+def test_training_with_an_adamw_instance_is_reproducible_with_the_seed():
+    X = _data(n=48)
+    Y = torch.nn.functional.one_hot((X[:, 0] > 0).long(), 2).double()
+    runs = []
+    for seed in (7, 7, 8):
+        g = torch.Generator().manual_seed(seed)
+        net = nets.MLP(6, [16], 2, activation="quadratic", init="uniform", dtype="float64", generator=g)
+        opt = torch.optim.AdamW(net.parameters(), lr=1e-2, betas=(0.9, 0.98), weight_decay=1.0)
+        hist = train(net, X, Y, optimizer=opt, epochs=4, batch_size=8, generator=g, record_initial=True)
+        runs.append((nets.nfm(net, 0), [h["train_loss"] for h in hist]))
+    torch.testing.assert_close(runs[0][0], runs[1][0], rtol=0, atol=0)
+    assert runs[0][1] == runs[1][1] and len(runs[0][1]) == 5
+    assert not torch.equal(runs[0][0], runs[2][0])

@@ -20,17 +20,20 @@ from __future__ import annotations
 import contextlib
 import copy
 import math
+import numbers
 
+import numpy as np
 import torch
 from torch import nn
 from tqdm import tqdm
 
-from .._checks import check_choice, check_matrix, check_number, resolve_dtype
+from .._checks import check_choice, check_matrix, check_number, check_targets, resolve_dtype
 from ..core.agop import agop
 from ..core.feature_matrix import feature_update
 from ..metrics import matrix_correlation
 from ..utils import get_device, make_generator
 
+#: The activations of :class:`MLP` by name (``activation=``).
 ACTIVATIONS = {
     "relu": torch.relu,
     "tanh": torch.tanh,
@@ -39,11 +42,134 @@ ACTIVATIONS = {
     "quadratic": torch.square,
     "linear": lambda h: h,
 }
+#: The weight initialisations of :class:`MLP` (``init=``).
 INITS = ("normal", "uniform")
 
 
+# ----------------------------------------------------------------------------------------------------------------
+# Argument checks (private: the shared ones are in rfm._checks)
+
+
+def _check_bool(name, value):
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {value!r} of type {type(value).__name__}")
+    return bool(value)
+
+
+def _check_choice_str(name, value, choices):
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a string, one of {sorted(choices)}, got {value!r} of type "
+                        f"{type(value).__name__}")
+    return check_choice(name, value, choices)
+
+
+def _check_widths(widths) -> list[int]:
+    if isinstance(widths, numbers.Integral) and not isinstance(widths, bool):
+        raise TypeError(f"widths must be a list or tuple of hidden-layer widths, got the int {widths!r}; for one "
+                        f"hidden layer of width {widths} write [{widths}] (and [] for a linear model)")
+    if isinstance(widths, torch.Tensor):
+        widths = widths.tolist()
+    if not isinstance(widths, (list, tuple, range, np.ndarray)):
+        raise TypeError(f"widths must be a list or tuple of ints, e.g. [256] or [64, 64], got {widths!r} of type "
+                        f"{type(widths).__name__}")
+    out = []
+    for i, w in enumerate(list(widths)):
+        if isinstance(w, bool) or not isinstance(w, numbers.Integral):
+            raise TypeError(f"widths[{i}] must be a positive integer (the number of units of hidden layer {i}), "
+                            f"got {w!r} of type {type(w).__name__}")
+        if w < 1:
+            raise ValueError(f"widths[{i}] must be >= 1 (the number of units of hidden layer {i}), got {w!r}; "
+                             "remove the layer instead of giving it width 0")
+        out.append(int(w))
+    return out
+
+
+def _check_init_scale(init_scale, n_layers: int) -> list[float]:
+    if isinstance(init_scale, numbers.Real) and not isinstance(init_scale, bool):
+        scales = [init_scale] * n_layers
+    elif isinstance(init_scale, (list, tuple, np.ndarray, torch.Tensor)):
+        scales = list(init_scale.tolist() if isinstance(init_scale, (np.ndarray, torch.Tensor)) else init_scale)
+    else:
+        raise TypeError(f"init_scale must be a number or a list of numbers (one per layer, {n_layers} here), got "
+                        f"{init_scale!r} of type {type(init_scale).__name__}")
+    if len(scales) != n_layers:
+        raise ValueError(f"init_scale must be one number or one per layer ({n_layers}: the hidden layers and the "
+                         f"read-out), got {len(scales)} values {init_scale!r}")
+    for l, s in enumerate(scales):
+        check_number(f"init_scale[{l}]", s, low=0)
+    return [float(s) for s in scales]
+
+
+def _check_generator(generator) -> torch.Generator:
+    if isinstance(generator, torch.Generator):
+        if generator.device.type != "cpu":
+            raise ValueError(f"generator must be a CPU torch.Generator (random draws are made on the CPU and "
+                             f"moved), got one on {generator.device}; use torch.Generator().manual_seed(seed)")
+        return generator
+    if isinstance(generator, bool) or not isinstance(generator, numbers.Integral):
+        raise TypeError(f"generator must be an integer seed or a torch.Generator, got {generator!r} of type "
+                        f"{type(generator).__name__}")
+    if generator < 0:
+        raise ValueError(f"generator (a seed) must be >= 0, got {generator!r}")
+    return make_generator(int(generator))
+
+
+NORMALIZE = ("max", "trace", "fro")
+KINDS = ("pearson", "cosine")
+
+
+def _as_list(name, values, what):
+    if isinstance(values, (str, bytes)) or not isinstance(values, (list, tuple, range, np.ndarray, torch.Tensor)):
+        raise TypeError(f"{name} must be a list or tuple of {what}, e.g. {name}=[{'0' if what == 'ints' else '0.5'}]"
+                        f", got {values!r}")
+    values = values.tolist() if isinstance(values, (np.ndarray, torch.Tensor)) else list(values)
+    if not values:
+        raise ValueError(f"{name} is empty; give at least one value")
+    return values
+
+
+def _check_int_list(name, values):
+    values = _as_list(name, values, "ints")
+    for v in values:
+        check_number(name, v, integer=True)
+    return values
+
+
+def _check_number_list(name, values):
+    values = _as_list(name, values, "numbers")
+    for v in values:
+        check_number(name, v)
+    return values
+
+
+def _check_str_list(name, values):
+    if isinstance(values, str):
+        raise TypeError(f"{name} must be a list or tuple of strings, e.g. ({values!r},), got the string {values!r}")
+    values = _as_list(name, values, "strings")
+    for v in values:
+        if not isinstance(v, str):
+            raise TypeError(f"{name} must contain strings, got {v!r}")
+    return values
+
+
+def _check_mlp(model, name="model") -> "MLP":
+    if not isinstance(model, MLP):
+        raise TypeError(f"{name} must be an rfm.nets.MLP (its layers and initial weights are read), got "
+                        f"{type(model).__name__}; build the network with rfm.nets.MLP(d_in, [width], d_out)")
+    return model
+
+
+def _check_input_features(X: torch.Tensor, model, name="X"):
+    """For an MLP, X must have as many columns as its first layer has inputs."""
+    if isinstance(model, MLP):
+        d = model.layers[0].in_features
+        if X.shape[1] != d:
+            raise ValueError(f"{name} has {X.shape[1]} features (columns) but the network's input dimension d_in "
+                             f"is {d}; pass data with {d} columns or build the MLP with d_in={X.shape[1]}")
+
+
 class MLP(nn.Module):
-    """A fully connected network ``d_in -> widths[0] -> ... -> widths[-1] -> d_out``.
+    """A fully connected network ``d_in -> widths[0] -> (...) -> widths[-1] -> d_out``.
 
     Parameters
     ----------
@@ -62,21 +188,18 @@ class MLP(nn.Module):
                  init: str = "normal", init_scale=1.0, generator=0, dtype="float32", device=None):
         super().__init__()
         check_number("d_in", d_in, low=1, integer=True)
+        widths = _check_widths(widths)
         check_number("d_out", d_out, low=1, integer=True)
-        widths = [int(check_number("width", w, low=1, integer=True)) for w in widths]
-        check_choice("activation", activation, ACTIVATIONS)
-        check_choice("init", init, INITS)
-        dims = [d_in, *widths, d_out]
+        _check_choice_str("activation", activation, ACTIVATIONS)
+        _check_choice_str("init", init, INITS)
+        _check_bool("bias", bias)
+        dims = [int(d_in), *widths, int(d_out)]
         n_layers = len(dims) - 1
-        scales = [init_scale] * n_layers if isinstance(init_scale, (int, float)) else list(init_scale)
-        if len(scales) != n_layers:
-            raise ValueError(f"init_scale must be one number or one per layer ({n_layers}), got {init_scale!r}")
-        for s in scales:
-            check_number("init_scale", s, low=0)
+        scales = _check_init_scale(init_scale, n_layers)
         self.activation, self.init, self.init_scale = activation, init, scales
         self.act = ACTIVATIONS[activation]
         dtype, device = resolve_dtype(dtype), get_device(device) if device is not None else torch.device("cpu")
-        g = make_generator(generator)
+        g = _check_generator(generator)
         self.layers = nn.ModuleList()
         for l, (a, b) in enumerate(zip(dims[:-1], dims[1:])):
             lin = nn.Linear(a, b, bias=bias, dtype=dtype)
@@ -141,7 +264,9 @@ class MLP(nn.Module):
 # ----------------------------------------------------------------------------------------------------------------
 # Training
 
+#: The losses of :func:`train` (``loss=``).
 LOSSES = ("mse", "ce")
+#: The optimizers of :func:`train` by name (``optimizer=``; an optimizer instance is accepted too).
 OPTIMIZERS = ("sgd", "adam")
 
 
@@ -151,17 +276,53 @@ def _loss_fn(loss):
     return lambda out, y: nn.functional.cross_entropy(out, y)
 
 
-def _prepare_targets(y, n, loss, dtype, device, name="y"):
-    y = torch.as_tensor(y, device=device)
-    if y.shape[0] != n:
-        raise ValueError(f"{name} has {y.shape[0]} rows but X has {n}")
-    if loss == "ce":
-        if y.ndim != 1 or y.is_floating_point():
-            raise ValueError(f"with loss='ce', {name} must be a 1-D tensor of integer class labels, got "
-                             f"shape {tuple(y.shape)} and dtype {y.dtype}")
-        return y.long()
-    y = y.to(dtype)
-    return y[:, None] if y.ndim == 1 else y
+def _prepare_targets(y, n, loss, dtype, device, name="y", x_name="X"):
+    if y is None:
+        raise ValueError(f"{name} is None; pass the targets, one per row of {x_name}")
+    if loss == "mse":
+        t = check_targets(y, n, name, dtype=dtype, device=device)  # (n, c), finite
+        return t
+    if isinstance(y, torch.Tensor):
+        t = y
+    else:
+        arr = np.asarray(y)
+        if arr.dtype.kind not in "biuf":
+            raise TypeError(f"with loss='ce', {name} must hold integer class labels, got dtype {arr.dtype}")
+        t = torch.from_numpy(np.ascontiguousarray(arr))
+    if t.ndim != 1 or t.is_floating_point() or t.is_complex() or t.dtype == torch.bool:
+        raise ValueError(f"with loss='ce', {name} must be a 1-D tensor of integer class labels 0..c-1, got "
+                         f"shape {tuple(t.shape)} and dtype {t.dtype}; for one-hot targets use y.argmax(1), or "
+                         "loss='mse'")
+    if t.shape[0] != n:
+        raise ValueError(f"{name} has {t.shape[0]} labels but {x_name} has {n} rows: they must have the same "
+                         "number of samples")
+    if n and int(t.min()) < 0:
+        raise ValueError(f"with loss='ce', {name} must hold class labels >= 0, got {int(t.min())}; map the "
+                         "classes to 0..c-1 first")
+    return t.to(device=device, dtype=torch.long)
+
+
+def _check_outputs(out: torch.Tensor, Y: torch.Tensor, loss: str, name: str = "y"):
+    """The model's outputs must fit the targets: same shape for "mse", one column per class for "ce"."""
+    if out.ndim != 2:
+        raise ValueError(f"the model returns outputs of shape {tuple(out.shape)}; train needs (batch, n_outputs)")
+    if loss == "mse" and out.shape != Y.shape:
+        raise ValueError(f"the model returns {out.shape[1]} output(s) per sample but {name} has {Y.shape[1]} "
+                         f"column(s); with loss='mse' they must match (build the network with d_out={Y.shape[1]}, "
+                         "or pass one-hot targets for a classifier)")
+    if loss == "ce" and int(Y.max()) >= out.shape[1]:
+        raise ValueError(f"{name} has class label {int(Y.max())} but the model returns only {out.shape[1]} "
+                         f"output(s) (classes 0..{out.shape[1] - 1}); build the network with "
+                         f"d_out={int(Y.max()) + 1} or relabel the classes")
+
+
+def _non_finite_loss(value: float, epoch: int, opt, where: str) -> FloatingPointError:
+    lrs = sorted({g.get("lr") for g in opt.param_groups if "lr" in g}) if opt is not None else []
+    lr = f"lr={lrs[0]:g}" if len(lrs) == 1 else "the learning rate"
+    return FloatingPointError(
+        f"the training loss became {value} at epoch {epoch} ({where}): the optimisation diverged, most likely "
+        f"because {lr} is too large for this model and data; lower the learning rate (e.g. 10x), scale the inputs "
+        "and targets, or use a smaller init_scale")
 
 
 def train(model: nn.Module, X, y, *, loss: str = "mse", optimizer="sgd", lr: float = 0.1,
@@ -180,27 +341,64 @@ def train(model: nn.Module, X, y, *, loss: str = "mse", optimizer="sgd", lr: flo
     ``callback(model, record)`` runs after each record and may return True to stop. ``threads`` sets torch's CPU
     threads for the duration of training and restores them after: small networks train fastest on one thread (on
     a busy 2-core machine one Adam step of a 50-256-1 network took 1 ms on one thread and 9 ms on two). With
-    ``record_initial`` a record for epoch 0 (the initial loss on all of X) comes first. Quiet unless ``progress``."""
-    check_choice("loss", loss, LOSSES)
-    if not isinstance(optimizer, torch.optim.Optimizer):
+    ``record_initial`` a record for epoch 0 (the initial loss on all of X) comes first. Quiet unless ``progress``.
+
+    The inputs are checked before training (finite, matching lengths, outputs that fit the targets); a loss that
+    becomes NaN or infinite during training raises ``FloatingPointError`` naming the epoch."""
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module (e.g. rfm.nets.MLP), got {type(model).__name__}")
+    params = [q for q in model.parameters() if q.requires_grad]
+    if not params:
+        raise ValueError("model has no trainable parameters (none, or all with requires_grad=False): there is "
+                         "nothing to train")
+    _check_choice_str("loss", loss, LOSSES)
+    if isinstance(optimizer, torch.optim.Optimizer):
+        ids = {id(q) for group in optimizer.param_groups for q in group["params"]}
+        if not ids & {id(q) for q in params}:
+            raise ValueError("optimizer was built on other parameters than the model's; build it on this model, "
+                             "e.g. torch.optim.AdamW(model.parameters(), lr=1e-3)")
+    else:
+        if not isinstance(optimizer, str):
+            raise TypeError(f"optimizer must be 'sgd', 'adam' or a torch.optim.Optimizer instance, got "
+                            f"{type(optimizer).__name__}; for another optimizer pass an instance, e.g. "
+                            "torch.optim.AdamW(model.parameters(), lr=1e-3)")
         check_choice("optimizer", optimizer, OPTIMIZERS)
     check_number("lr", lr, low=0, low_inclusive=False)
     check_number("epochs", epochs, low=0, integer=True)
     check_number("momentum", momentum, low=0, high=1, high_inclusive=False)
     check_number("weight_decay", weight_decay, low=0)
     check_number("eval_every", eval_every, low=1, integer=True)
-    param = next(model.parameters())
+    if metric is not None and not callable(metric):
+        raise TypeError(f"metric must be a function metric(outputs, y_val) -> number, or None; got "
+                        f"{type(metric).__name__}")
+    if metric is not None and X_val is None:
+        raise ValueError("metric is evaluated on the validation data: pass X_val and y_val with it")
+    if callback is not None and not callable(callback):
+        raise TypeError(f"callback must be a function callback(model, record) -> bool, or None; got "
+                        f"{type(callback).__name__}")
+    _check_bool("progress", progress)
+    _check_bool("record_initial", record_initial)
+    param = params[0]
     X = check_matrix(X, "X", dtype=param.dtype, device=param.device).detach()
+    _check_input_features(X, model, "X")
     n = X.shape[0]
     Y = _prepare_targets(y, n, loss, param.dtype, param.device)
-    bs = n if batch_size is None else int(check_number("batch_size", batch_size, low=1, integer=True))
+    if batch_size is None:
+        bs = n
+    else:
+        bs = int(check_number("batch_size", batch_size, low=1, integer=True))
     if (X_val is None) != (y_val is None):
-        raise ValueError("X_val and y_val must be given together")
+        raise ValueError(f"X_val and y_val must be given together, got only {'X_val' if y_val is None else 'y_val'}")
     Y_val = None
     if X_val is not None:
         X_val = check_matrix(X_val, "X_val", dtype=param.dtype, device=param.device).detach()
-        Y_val = _prepare_targets(y_val, X_val.shape[0], loss, param.dtype, param.device, "y_val")
-    g = make_generator(generator)
+        if X_val.shape[1] != X.shape[1]:
+            raise ValueError(f"X_val has {X_val.shape[1]} features but X has {X.shape[1]}: validation data must "
+                             "have the same columns as the training data")
+        Y_val = _prepare_targets(y_val, X_val.shape[0], loss, param.dtype, param.device, "y_val", "X_val")
+        if loss == "mse" and Y_val.shape[1] != Y.shape[1]:
+            raise ValueError(f"y_val has {Y_val.shape[1]} column(s) but y has {Y.shape[1]}: they must match")
+    g = _check_generator(generator)
     lossf = _loss_fn(loss)
     if isinstance(optimizer, torch.optim.Optimizer):
         opt = optimizer
@@ -215,6 +413,8 @@ def train(model: nn.Module, X, y, *, loss: str = "mse", optimizer="sgd", lr: flo
         if X_val is not None:
             with torch.no_grad():
                 out = model(X_val)
+                if not history:
+                    _check_outputs(out, Y_val, loss, "y_val")
                 rec["val_loss"] = float(lossf(out, Y_val))
                 if metric is not None:
                     rec["val_metric"] = float(metric(out, Y_val))
@@ -225,7 +425,14 @@ def train(model: nn.Module, X, y, *, loss: str = "mse", optimizer="sgd", lr: flo
     with num_threads(threads):
         if record_initial:
             with torch.no_grad():
-                if record(0, float(lossf(model(X), Y))):
+                out = model(X)
+                _check_outputs(out, Y, loss)
+                initial = float(lossf(out, Y))
+                if not math.isfinite(initial):
+                    raise FloatingPointError(
+                        f"the loss at initialisation (epoch 0) is {initial}: the model's outputs overflow before "
+                        "any training; scale the inputs or use a smaller init_scale")
+                if record(0, initial):
                     model.eval()
                     return history
     with num_threads(threads), torch.enable_grad():  # also when called under torch.no_grad()
@@ -236,10 +443,17 @@ def train(model: nn.Module, X, y, *, loss: str = "mse", optimizer="sgd", lr: flo
                 idx = None if order is None else order[start:start + bs]
                 xb, yb = (X, Y) if idx is None else (X[idx], Y[idx])
                 opt.zero_grad(set_to_none=True)
-                batch_loss = lossf(model(xb), yb)
+                out = model(xb)
+                if epoch == 1 and start == 0:
+                    _check_outputs(out, yb if loss == "mse" else Y, loss)
+                batch_loss = lossf(out, yb)
+                value = float(batch_loss.detach())
+                if not math.isfinite(value):
+                    raise _non_finite_loss(value, epoch, opt, f"mini-batch starting at sample {start}"
+                                           if bs < n else "full batch")
                 batch_loss.backward()
                 opt.step()
-                total += float(batch_loss.detach()) * xb.shape[0]
+                total += value * xb.shape[0]
             if epoch % eval_every and epoch != epochs:
                 continue
             if record(epoch, total / n):
@@ -269,6 +483,8 @@ def num_threads(threads: int | None):
 
 def nfm(model: MLP, layer: int = 0, *, subtract_init: bool = False) -> torch.Tensor:
     """The neural feature matrix W_l^T W_l, or (W_l - W_l^0)^T (W_l - W_l^0) with ``subtract_init`` (float64)."""
+    _check_mlp(model)
+    _check_bool("subtract_init", subtract_init)
     W = model.weight(layer).detach().to(torch.float64)
     if subtract_init:
         W = W - model.initial_weight(layer).to(torch.float64)
@@ -281,9 +497,17 @@ def layer_agop(model: MLP, X, layer: int = 0, *, centre: bool = False, power: fl
 
     The gradients are those of the sub-network f^{(l)} = :meth:`MLP.forward_from` at h_l(x_i), by :func:`rfm.agop`;
     ``centre`` subtracts each output's mean gradient, ``power`` and ``normalize`` as in
-    :func:`rfm.agop.feature_update`. Layer 0 gives the usual input AGOP of the whole network."""
+    :func:`rfm.feature_update`. Layer 0 gives the usual input AGOP of the whole network."""
+    _check_mlp(model)
+    _check_bool("centre", centre)
+    check_number("power", power, low=0, low_inclusive=False)
+    if normalize is not None:
+        _check_choice_str("normalize", normalize, NORMALIZE)
+    if batch_size is not None:
+        check_number("batch_size", batch_size, low=1, integer=True)
     param = next(model.parameters())
     X = check_matrix(X, "X", dtype=param.dtype, device=param.device).detach()
+    _check_input_features(X, model, "X")
     H = model.layer_input(X, layer)
     return agop(lambda h: model.forward_from(h, layer), H, batch_size=batch_size, centre=centre, power=power,
                 normalize=normalize)
@@ -303,8 +527,22 @@ def nfa_table(model: MLP, X, *, layers=None, powers=(0.5, 1.0), kinds=("pearson"
     ``subtract_init`` applies to the trained NFM only (at initialisation it would be 0). ``layers`` defaults to
     every layer but the linear read-out, whose AGOP is exactly W^T W (the gradient of f_c = w_c . h is w_c), so
     that its correlation with AGOP^1 is 1 by construction. Each layer's AGOP is computed once per network."""
+    _check_mlp(model)
+    layers = range(max(1, model.n_layers - 1)) if layers is None else _check_int_list("layers", layers)
+    for l in layers:
+        model._check_layer(l)
+    powers = _check_number_list("powers", powers)
+    for p in powers:
+        check_number("powers", p, low=0, low_inclusive=False)
+    kinds = _check_str_list("kinds", kinds)
+    for kind in kinds:
+        check_choice("kinds", kind, KINDS)
+    _check_bool("subtract_init", subtract_init)
+    _check_bool("centre", centre)
+    param = next(model.parameters())
+    X = check_matrix(X, "X", dtype=param.dtype, device=param.device).detach()
+    _check_input_features(X, model, "X")
     net0 = model.initial()
-    layers = range(max(1, model.n_layers - 1)) if layers is None else layers
     rows = []
     for l in layers:
         F, F0 = nfm(model, l, subtract_init=subtract_init), nfm(net0, l)
@@ -320,6 +558,14 @@ def nfa_table(model: MLP, X, *, layers=None, powers=(0.5, 1.0), kinds=("pearson"
 
 def format_nfa_table(rows: list[dict]) -> str:
     """The table of :func:`nfa_table` as aligned text, one line per layer, power and kind."""
+    keys = ("layer", "power", "kind", "init", "trained", "init_nfa")
+    if not isinstance(rows, (list, tuple)):
+        raise TypeError(f"rows must be the list returned by nfa_table, got {type(rows).__name__}")
+    for i, r in enumerate(rows):
+        missing = [k for k in keys if not isinstance(r, dict) or k not in r]
+        if missing:
+            raise ValueError(f"rows[{i}] is not a record of nfa_table: it lacks {missing}; pass nfa_table(...)'s "
+                             "result")
     lines = [f"{'layer':>5} {'power':>5} {'kind':>8} {'init':>7} {'trained':>8} {'init_nfa':>9}"]
     lines += [f"{r['layer']:>5} {r['power']:>5g} {r['kind']:>8} {r['init']:>7.3f} {r['trained']:>8.3f} "
               f"{r['init_nfa']:>9.3f}" for r in rows]
