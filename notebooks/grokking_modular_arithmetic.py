@@ -72,6 +72,8 @@ import numpy as np
 import torch
 
 import rfm
+import rfm.book
+from rfm import nets
 from rfm.data import modular as mod
 
 start, start_cpu = time.perf_counter(), time.process_time()
@@ -357,6 +359,10 @@ for op, row in ablation.items():
 # The smoke profile uses these settings for 200 of the 1000 epochs, enough to generalise and to clean up the
 # features; the full profile runs all 1000, for each operation.
 #
+# In the package the network is an `rfm.nets.MLP` (`mod.quadratic_net`), trained by the package's one training
+# loop `rfm.nets.train` with a `torch.optim.AdamW`; `mod.NetworkProgress` records the accuracies, the MSEs and the
+# NFM along the way.
+#
 # One difference is worth knowing. The network combines the digits *inside* one input: with $W_1 u = a_x + b_y$,
 # the square contains the product $a_x \odot b_y$, and the Fourier multiplication algorithm needs products such as
 # $\cos(\omega x)\cos(\omega y)$ that produce $\cos(\omega(x + y))$. So its block $B_{xy} = \langle a_x, b_y\rangle$
@@ -368,11 +374,16 @@ net_runs = {}
 for op in P.net_operations:
     d_net = mod.modular_arithmetic(P.p, op, P.net_train_fraction, generator=seed)
     t0 = time.perf_counter()
+    g = rfm.make_generator(seed)  # one stream: the initial weights, then the mini-batch order
+    # f(u) = W2 (W1 u)^2, no biases, U[-1/sqrt(fan_in), 1/sqrt(fan_in)]: MLP(2p, [width], p, "quadratic", "uniform")
+    net = mod.quadratic_net(P.p, P.net_width, generator=g, device=dev)
+    progress_net = mod.NetworkProgress(d_net, nfm_every=max(1, P.net_epochs // 100))
+    opt = torch.optim.AdamW(net.parameters(), lr=P.net_lr, betas=(0.9, 0.98), weight_decay=P.net_weight_decay)
     # the matrices are tiny: on a busy 2-core CPU one thread was several times faster than two
-    net, hist = mod.train_quadratic_net(d_net, width=P.net_width, epochs=P.net_epochs, lr=P.net_lr,
-                                        weight_decay=P.net_weight_decay, batch_size=P.net_batch_size,
-                                        generator=seed, device=dev, nfm_every=max(1, P.net_epochs // 100),
-                                        num_threads=1 if dev.type == "cpu" else None)
+    nets.train(net, d_net.X_train, d_net.Y_train, loss="mse", optimizer=opt, epochs=P.net_epochs,
+               batch_size=P.net_batch_size, generator=g, record_initial=True, callback=progress_net,
+               threads=1 if dev.type == "cpu" else None)
+    hist = progress_net.records
     net_runs[op] = dict(hist=hist, seconds=time.perf_counter() - t0)
     print(f"x {mod.SYMBOLS[op]} y: {P.net_epochs} epochs in {net_runs[op]['seconds']:.0f} s, final train acc "
           f"{hist[-1]['train_acc']:.3f}, test acc {hist[-1]['test_acc']:.3f}")

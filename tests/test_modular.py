@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 import torch
 
+from rfm import nets
 from rfm.data import modular as mod
 
 PRIMES = [5, 7, 11, 13, 61, 97]
@@ -271,24 +272,66 @@ def test_random_circulant_features_are_block_circulant_for_their_operation(op):
 # -- network -------------------------------------------------------------------------------------------------------
 
 def test_quadratic_net_forward_nfm_and_initialisation():
-    net = mod.QuadraticNet(10, 6, 3, init_scale=0.5, generator=0)
-    W1, W2 = net.fc1.weight.detach(), net.out.weight.detach()
+    """f(x) = W2 (W1 x)^2 without biases, U[-s/sqrt(fan_in), s/sqrt(fan_in)] init; its NFM is W1^T W1."""
+    net = mod.quadratic_net(5, 6, init_scale=0.5, generator=0)  # 2p = 10 inputs, width 6, p = 5 outputs
+    assert isinstance(net, nets.MLP) and net.activation == "quadratic"
+    assert all(lin.bias is None for lin in net.layers)
+    W1, W2 = net.weight(0).detach(), net.weight(1).detach()
+    assert W1.shape == (6, 10) and W2.shape == (5, 6) and W1.dtype == torch.float64
     assert float(W1.abs().max()) <= 0.5 / 10**0.5 and float(W2.abs().max()) <= 0.5 / 6**0.5
     x = torch.randn(4, 10, dtype=torch.float64)
     assert torch.allclose(net(x), (x @ W1.T).square() @ W2.T)
-    assert torch.allclose(net.nfm(), W1.T @ W1)
+    assert torch.allclose(nets.nfm(net, 0), W1.T @ W1)
 
 
-def test_train_quadratic_net_records_history_and_fits_the_training_set():
+def _train_quadratic(d, *, width=64, epochs=40, lr=1e-2, weight_decay=1e-3, batch_size=20, nfm_every=20, seed=0,
+                     stop_at_test_acc=None):
+    g = torch.Generator().manual_seed(seed)
+    model = mod.quadratic_net(d.p, width, generator=g)
+    progress = mod.NetworkProgress(d, nfm_every=nfm_every, stop_at_test_acc=stop_at_test_acc)
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.98), weight_decay=weight_decay)
+    nets.train(model, d.X_train, d.Y_train, optimizer=opt, epochs=epochs, batch_size=batch_size, generator=g,
+               record_initial=True, callback=progress, threads=1)
+    return model, progress.records
+
+
+def test_quadratic_net_trained_by_nets_train_records_history_and_fits_the_training_set():
     d = mod.modular_arithmetic(5, "add", train_fraction=0.8, generator=0)
     threads = torch.get_num_threads()
-    model, hist = mod.train_quadratic_net(d, width=64, epochs=40, lr=1e-2, weight_decay=1e-3, batch_size=20,
-                                          nfm_every=20, generator=0, num_threads=1)
+    model, hist = _train_quadratic(d)
     assert torch.get_num_threads() == threads
     assert [h["epoch"] for h in hist] == list(range(41))
     assert "nfm" in hist[0] and "nfm" in hist[20] and "nfm" not in hist[1]
+    assert hist[0]["time_s"] == 0.0
     assert hist[-1]["train_mse"] < hist[0]["train_mse"]
     assert hist[-1]["train_acc"] == 1.0
+    torch.testing.assert_close(hist[-1]["nfm"] if "nfm" in hist[-1] else hist[40]["nfm"], nets.nfm(model, 0))
+
+
+def test_quadratic_net_records_match_a_direct_evaluation():
+    d = mod.modular_arithmetic(7, "add", train_fraction=0.6, generator=1)
+    model, hist = _train_quadratic(d, epochs=3, nfm_every=1)
+    with torch.no_grad():
+        out = model(d.X_test)
+    assert hist[-1]["test_acc"] == float((out.argmax(1) == d.y_test).double().mean())
+    assert hist[-1]["test_mse"] == pytest.approx(float(torch.nn.functional.mse_loss(out, d.Y_test)), rel=1e-12)
+
+
+def test_quadratic_net_training_is_reproducible_with_the_seed():
+    d = mod.modular_arithmetic(7, "add", train_fraction=0.6, generator=1)
+    runs = [_train_quadratic(d, epochs=5, nfm_every=1, seed=s) for s in (3, 3, 4)]
+    (m1, h1), (m2, h2), (m3, h3) = runs
+    torch.testing.assert_close(m1.weight(0), m2.weight(0), rtol=0, atol=0)
+    assert [h["test_mse"] for h in h1] == [h["test_mse"] for h in h2]
+    torch.testing.assert_close(h1[-1]["nfm"], h2[-1]["nfm"], rtol=0, atol=0)
+    assert not torch.equal(m1.weight(0), m3.weight(0))
+
+
+def test_network_progress_stops_at_the_test_accuracy_threshold():
+    d = mod.modular_arithmetic(5, "add", train_fraction=0.8, generator=0)
+    _, hist = _train_quadratic(d, epochs=200, lr=3e-2, nfm_every=1000, stop_at_test_acc=0.0)
+    assert [h["epoch"] for h in hist] == [0]            # the threshold 0 is reached at once
+    assert "nfm" in hist[0]                             # the stopping record always has its NFM
 
 
 # -- RFM end to end ------------------------------------------------------------------------------------------------

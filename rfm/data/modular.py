@@ -5,7 +5,7 @@ Mallinar, Beaglehole, Zhu, Radhakrishnan, Pandit & Belkin, "Emergence in non-neu
 arithmetic via average gradient outer product" (arXiv 2407.20199, ICML 2025), with the conventions of their code
 (``nmallinar/rfm-grokking``):
 
-* **data** -- all pairs (x, y) in Z_p^2 (y != 0 for division) with label x o y mod p, o in {+, -, *, /}; the input
+* **data** -- all pairs (x, y) in Z_p^2 (y != 0 for division) with label ``x o y mod p``, ``o in {+, -, *, /}``; the input
   is the concatenation of the one-hot codes of x and y (R^{2p}), the target the one-hot code of the label (R^p);
   a seeded random fraction of the pairs is the training set.
 * **the off-diagonal block** -- a feature matrix M (2p x 2p) acts on the pair through its p x p blocks; the
@@ -18,19 +18,22 @@ arithmetic via average gradient outer product" (arXiv 2407.20199, ICML 2025), wi
 * **Fourier view** -- the unitary DFT diagonalises every circulant matrix (:func:`dft_matrix`,
   :func:`fourier_diagonalize`, :func:`circulant_spectrum`).
 * **random circulant features** -- the paper's "no learning needed" control (:func:`random_circulant_features`).
-* **a small network** -- one hidden layer with quadratic activation trained by AdamW with weight decay
-  (:class:`QuadraticNet`, :func:`train_quadratic_net`), whose neural feature matrix W1^T W1 is compared with M.
+* **a small network** -- one hidden layer with quadratic activation (:func:`quadratic_net`, an
+  :class:`rfm.nets.MLP`) trained by AdamW with weight decay through :func:`rfm.nets.train`, with
+  :class:`NetworkProgress` recording its accuracy and its neural feature matrix W1^T W1, which is compared with M.
 """
 from __future__ import annotations
 
+import numbers
 import time
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from .._checks import check_number, resolve_dtype
 from ..metrics import matrix_correlation
-from ..utils import get_device, make_generator, psd_power
+from ..utils import make_generator, psd_power
 
 OPERATIONS = ("add", "sub", "mul", "div")
 _ALIASES = {"+": "add", "x+y": "add", "-": "sub", "x-y": "sub", "*": "mul", "x*y": "mul", "/": "div", "x/y": "div"}
@@ -40,6 +43,9 @@ _DUAL = {"add": "sub", "sub": "add", "mul": "div", "div": "mul"}
 
 def canonical_operation(operation: str) -> str:
     """``"add"``, ``"sub"``, ``"mul"`` or ``"div"`` (also accepted: ``"+"``, ``"x+y"``, ... )."""
+    if not isinstance(operation, str):
+        raise TypeError(f"operation must be a string, one of {list(OPERATIONS)} (or + - * /), got {operation!r} of "
+                        f"type {type(operation).__name__}")
     op = _ALIASES.get(operation, operation)
     if op not in OPERATIONS:
         raise ValueError(f"operation must be one of {list(OPERATIONS)} (or + - * /), got {operation!r}")
@@ -53,16 +59,87 @@ def dual_operation(operation: str) -> str:
 
 
 def is_prime(n: int) -> bool:
+    """Whether the integer ``n`` is a prime (trial division)."""
+    check_number("n", n, integer=True)
+    n = int(n)
     if n < 2:
         return False
     return all(n % k for k in range(2, int(n**0.5) + 1))
 
 
-def _check_prime(p):
-    check_number("p", p, low=2, integer=True)
+def _check_prime(p, name="p"):
+    check_number(name, p, low=2, integer=True)
     if not is_prime(int(p)):
-        raise ValueError(f"p must be a prime (division and the discrete logarithm need a field), got {p}")
+        raise ValueError(f"{name} must be a prime (division and the discrete logarithm need a field), got {p}; "
+                         "e.g. 61 or 97")
     return int(p)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Argument checks (private; the shared ones are in rfm._checks)
+
+
+def _tensor(x, name: str) -> torch.Tensor:
+    """``x`` as a real tensor (dtype kept); None, strings, Python objects and complex values are errors."""
+    if x is None:
+        raise ValueError(f"{name} is None; pass an array")
+    if isinstance(x, str):
+        raise TypeError(f"{name} must be an array of numbers, got the string {x!r}")
+    if isinstance(x, torch.Tensor):
+        t = x
+    else:
+        arr = np.asarray(x)
+        if arr.dtype.kind not in "biuf":
+            raise TypeError(f"{name} must be an array of real numbers, got dtype {arr.dtype} (strings, ragged rows "
+                            "or complex values?)")
+        t = torch.from_numpy(np.ascontiguousarray(arr))
+    if t.is_complex():
+        raise TypeError(f"{name} must be real-valued, got dtype {t.dtype}")
+    return t
+
+
+def _integers(x, name: str, p: int | None = None, *, low: int = 0) -> torch.Tensor:
+    """``x`` as a long tensor of integers, each in [low, p) when p is given."""
+    t = _tensor(x, name)
+    if t.is_floating_point():
+        if not bool(torch.isfinite(t).all()) or not bool((t == t.round()).all()):
+            raise ValueError(f"{name} must hold integers (digits of Z_p), got non-integer or non-finite values")
+    elif t.dtype == torch.bool:
+        raise TypeError(f"{name} must hold integers, got dtype torch.bool")
+    t = t.long()
+    if p is not None and t.numel() and (int(t.min()) < low or int(t.max()) >= p):
+        raise ValueError(f"{name} must hold digits in [{low}, {p}) for p = {p}, got values from {int(t.min())} to "
+                         f"{int(t.max())}; reduce them mod p first")
+    return t
+
+
+def _matrix(A, name: str, *, square: bool = True, finite: bool = True) -> torch.Tensor:
+    """``A`` as a real 2-D (square) tensor, dtype kept, optionally with finite entries only."""
+    t = _tensor(A, name)
+    if t.ndim != 2 or (square and t.shape[0] != t.shape[1]):
+        what = "a square matrix (n, n)" if square else "a 2-D matrix"
+        raise ValueError(f"{name} must be {what}, got shape {tuple(t.shape)}")
+    if t.numel() == 0:
+        raise ValueError(f"{name} is empty (shape {tuple(t.shape)}); pass a non-empty matrix")
+    if finite and t.is_floating_point() and not bool(torch.isfinite(t).all()):
+        raise ValueError(f"{name} contains NaN or infinite values; check the computation that produced it")
+    return t
+
+
+def _check_seed(generator) -> torch.Generator:
+    if isinstance(generator, torch.Generator):
+        return generator
+    if isinstance(generator, bool) or not isinstance(generator, numbers.Integral):
+        raise TypeError(f"generator must be an integer seed or a torch.Generator, got {generator!r} of type "
+                        f"{type(generator).__name__}")
+    return make_generator(int(generator))
+
+
+def _check_data(data) -> "ModularData":
+    if not isinstance(data, ModularData):
+        raise TypeError(f"data must be a ModularData (from rfm.data.modular.modular_arithmetic(p, operation)), got "
+                        f"{type(data).__name__}")
+    return data
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -72,7 +149,10 @@ def _check_prime(p):
 def modular_labels(x: torch.Tensor, y: torch.Tensor, p: int, operation: str = "add") -> torch.Tensor:
     """x o y mod p elementwise, for integer tensors with entries in [0, p) (y != 0 for division)."""
     p, op = _check_prime(p), canonical_operation(operation)
-    x, y = torch.as_tensor(x).long(), torch.as_tensor(y).long()
+    x, y = _integers(x, "x", p), _integers(y, "y", p)
+    if x.shape != y.shape:
+        raise ValueError(f"x and y must have the same shape (one pair per entry), got {tuple(x.shape)} and "
+                         f"{tuple(y.shape)}")
     if op == "add":
         return (x + y) % p
     if op == "sub":
@@ -85,8 +165,9 @@ def modular_labels(x: torch.Tensor, y: torch.Tensor, p: int, operation: str = "a
 
 
 def modular_inverse(y: torch.Tensor, p: int) -> torch.Tensor:
-    """y^{-1} mod p = y^{p-2} mod p (Fermat), elementwise, for y != 0."""
-    y = torch.as_tensor(y).long() % p
+    """y^{-1} mod p = y^{p-2} mod p (Fermat), elementwise, for integer y; 0 (which has no inverse) maps to 0."""
+    p = _check_prime(p)
+    y = _integers(y, "y") % p
     out = torch.ones_like(y)
     base, e = y.clone(), p - 2
     while e:
@@ -99,10 +180,13 @@ def modular_inverse(y: torch.Tensor, p: int) -> torch.Tensor:
 
 def one_hot_pairs(pairs: torch.Tensor, p: int, dtype="float64") -> torch.Tensor:
     """The inputs of the paper: [one_hot(x), one_hot(y)] in R^{2p} for each row (x, y) of ``pairs``."""
-    pairs = torch.as_tensor(pairs).long()
+    check_number("p", p, low=1, integer=True)
+    dtype = resolve_dtype(dtype)
+    pairs = _integers(pairs, "pairs")
     if pairs.ndim != 2 or pairs.shape[1] != 2:
-        raise ValueError(f"pairs must have shape (n, 2), got {tuple(pairs.shape)}")
-    return torch.nn.functional.one_hot(pairs, p).reshape(len(pairs), 2 * p).to(resolve_dtype(dtype))
+        raise ValueError(f"pairs must have shape (n, 2), one row (x, y) per example, got {tuple(pairs.shape)}")
+    pairs = _integers(pairs, "pairs", p)
+    return torch.nn.functional.one_hot(pairs, p).reshape(len(pairs), 2 * p).to(dtype)
 
 
 @dataclass(frozen=True)
@@ -117,6 +201,19 @@ class ModularData:
     Y_test: torch.Tensor
     pairs_train: torch.Tensor
     pairs_test: torch.Tensor
+
+    def __post_init__(self):
+        p = _check_prime(self.p)
+        if canonical_operation(self.operation) != self.operation:
+            raise ValueError(f"operation must be the canonical name {canonical_operation(self.operation)!r}, got "
+                             f"{self.operation!r}")
+        for part in ("train", "test"):
+            X, Y, pairs = (getattr(self, f"{k}_{part}") for k in ("X", "Y", "pairs"))
+            if X.ndim != 2 or X.shape[1] != 2 * p or Y.ndim != 2 or Y.shape[1] != p or pairs.shape[-1:] != (2,) \
+                    or not len(X) == len(Y) == len(pairs):
+                raise ValueError(f"ModularData for p={p}: X_{part} must be (n, {2 * p}), Y_{part} (n, {p}) and "
+                                 f"pairs_{part} (n, 2) with the same n, got {tuple(X.shape)}, {tuple(Y.shape)}, "
+                                 f"{tuple(pairs.shape)}; build it with modular_arithmetic(p, operation)")
 
     @property
     def y_train(self) -> torch.Tensor:
@@ -140,6 +237,8 @@ def modular_arithmetic(p: int, operation: str = "add", train_fraction: float = 0
     code), the rest for testing. ``generator`` is a seed or a ``torch.Generator``; tensors are on the CPU."""
     p, op = _check_prime(p), canonical_operation(operation)
     check_number("train_fraction", train_fraction, low=0, low_inclusive=False, high=1, high_inclusive=False)
+    dtype = resolve_dtype(dtype)
+    generator = _check_seed(generator)
     pairs = all_pairs(p, op)
     n_train = int(train_fraction * len(pairs))
     if not 0 < n_train < len(pairs):
@@ -183,7 +282,7 @@ def block_orders(p: int, operation: str = "add"):
     """(rows, cols): the digit orders in which the off-diagonal block learned by a *kernel* for ``operation`` is
     circulant, as in the paper's random-circulant construction.
 
-    A kernel compares two inputs u = (x, y) and u' = (x', y') through |u - u'|_M^2, whose cross terms are
+    A kernel compares two inputs u = (x, y) and u' = (x', y') through ``|u - u'|_M^2``, whose cross terms are
     B[x, y'] + B[x', y]. Two pairs with the same sum have x - y' = x' - y, so a block that is a function of the
     difference gives them equal cross terms. In the same way the block of each operation is a function of the
     *dual* combination (measured in the chapter; this is the reason, not a proof):
@@ -206,19 +305,22 @@ def block_orders(p: int, operation: str = "add"):
 
 def off_diagonal_block(M, p: int | None = None) -> torch.Tensor:
     """M[:p, p:], the block coupling the first digit with the second (p defaults to half the size of M)."""
-    M = torch.as_tensor(M)
-    if M.ndim != 2 or M.shape[0] != M.shape[1] or M.shape[0] % 2:
+    M = _matrix(M, "M", finite=False)
+    if M.shape[0] % 2:
         raise ValueError(f"M must be a square matrix of even size 2p, got shape {tuple(M.shape)}")
-    p = M.shape[0] // 2 if p is None else p
+    if p is not None:
+        check_number("p", p, low=1, integer=True)
+    p = M.shape[0] // 2 if p is None else int(p)
     if 2 * p != M.shape[0]:
-        raise ValueError(f"M has size {M.shape[0]}, not 2p = {2 * p}")
+        raise ValueError(f"M has size {M.shape[0]}, not 2p = {2 * p}; pass the p of the data, or p=None")
     return M[:p, p:]
 
 
 def reindex_block(B, operation: str = "add") -> torch.Tensor:
     """The p x p block ``B`` with its rows and columns in the orders of :func:`block_orders` (p - 1 x p - 1 for
     multiplication and division, whose digit 0 is dropped)."""
-    B = torch.as_tensor(B)
+    B = _matrix(B, "B", finite=False)
+    _check_prime(B.shape[0], "the size of B (p)")
     rows, cols = block_orders(B.shape[0], operation)
     return B[rows][:, cols]
 
@@ -226,7 +328,7 @@ def reindex_block(B, operation: str = "add") -> torch.Tensor:
 def unreindex_block(C, p: int, operation: str = "add") -> torch.Tensor:
     """The inverse of :func:`reindex_block`: a p x p block whose re-indexed form is ``C`` (row and column 0 are
     zero for multiplication and division)."""
-    C = torch.as_tensor(C)
+    C = _matrix(C, "C", square=False, finite=False)
     rows, cols = block_orders(p, operation)
     if C.shape != (len(rows), len(cols)):
         raise ValueError(f"C must have shape {(len(rows), len(cols))} for p={p} and {operation!r}, got {tuple(C.shape)}")
@@ -242,7 +344,9 @@ def unreindex_block(C, p: int, operation: str = "add") -> torch.Tensor:
 def circulant(c) -> torch.Tensor:
     """The circulant matrix C[i, j] = c[(i - j) mod n] (``scipy.linalg.circulant``'s convention: c is the first
     column, each column the previous one shifted down by one)."""
-    c = torch.as_tensor(c)
+    c = _tensor(c, "c")
+    if c.ndim != 1 or c.shape[0] == 0:
+        raise ValueError(f"c must be a non-empty 1-D vector (the first column), got shape {tuple(c.shape)}")
     n = c.shape[0]
     idx = (torch.arange(n)[:, None] - torch.arange(n)[None, :]) % n
     return c[idx]
@@ -251,9 +355,7 @@ def circulant(c) -> torch.Tensor:
 def circulant_projection(A) -> torch.Tensor:
     """The nearest circulant matrix to a square ``A`` in Frobenius norm: each wrapped diagonal (i - j = const mod n)
     replaced by its mean."""
-    A = torch.as_tensor(A)
-    if A.ndim != 2 or A.shape[0] != A.shape[1]:
-        raise ValueError(f"expected a square matrix, got shape {tuple(A.shape)}")
+    A = _matrix(A, "A", finite=False)
     n = A.shape[0]
     diag_id = (torch.arange(n)[:, None] - torch.arange(n)[None, :]) % n
     c = torch.zeros(n, dtype=A.dtype).index_add_(0, diag_id.reshape(-1), A.reshape(-1)) / n
@@ -261,15 +363,15 @@ def circulant_projection(A) -> torch.Tensor:
 
 
 def circulant_deviation(A) -> float:
-    r"""How far a square matrix is from circulant, as the fraction of its energy off the circulant subspace:
+    r"""How far a square matrix is from circulant, as the fraction of its energy off the circulant subspace::
 
         D(A) = |A - circ(A)|_F^2 / |A|_F^2,   circ(A) = A averaged along its wrapped diagonals,
 
     in [0, 1]: 0 exactly when A is circulant, about 1 - 1/n for a random n x n matrix. It equals
-    (n / |A|_F^2) sum_k Var_i(S[i, k]), where row i of S is row i of A rolled by -i (the column-variance form of the
+    ``(n / |A|_F^2) sum_k Var_i(S[i, k])``, where row i of S is row i of A rolled by -i (the column-variance form of the
     progress measure, up to the factor n that puts it in [0, 1]). A zero matrix gives NaN: there are no features
     to judge (the off-diagonal block of M_0 = I is zero)."""
-    A = torch.as_tensor(A).detach().to(torch.float64).cpu()
+    A = _matrix(A, "A").detach().to(torch.float64).cpu()
     total = float(A.square().sum())
     if total == 0:
         return float("nan")
@@ -285,6 +387,8 @@ def block_circulant_deviation(M, operation: str = "add") -> float:
 def dft_matrix(n: int, dtype=torch.complex128) -> torch.Tensor:
     """The unitary DFT matrix F[j, k] = exp(-2 pi i jk / n) / sqrt(n); F x = ``torch.fft.fft(x, norm="ortho")``."""
     check_number("n", n, low=1, integer=True)
+    if dtype not in (torch.complex64, torch.complex128):
+        raise ValueError(f"dtype must be torch.complex64 or torch.complex128 (the DFT is complex), got {dtype!r}")
     k = torch.arange(n, dtype=torch.float64)
     return torch.polar(torch.full((n, n), n**-0.5, dtype=torch.float64), -2 * torch.pi * torch.outer(k, k) / n).to(dtype)
 
@@ -293,7 +397,7 @@ def fourier_diagonalize(A) -> torch.Tensor:
     """F A F^H with the unitary DFT F. For a circulant A = circulant(c) this is diag(fft(c)): the Fourier modes
     are the eigenvectors of every circulant matrix. Its off-diagonal energy fraction is
     :func:`circulant_deviation` (F is unitary and the diagonal of F A F^H is the spectrum of circ(A))."""
-    A = torch.as_tensor(A).detach().to(torch.float64).cpu()
+    A = _matrix(A, "A").detach().to(torch.float64).cpu()
     F = dft_matrix(A.shape[0])
     return F @ A.to(F.dtype) @ F.conj().T
 
@@ -308,12 +412,15 @@ def circulant_spectrum(A) -> torch.Tensor:
 
 
 def agop_alignment(M, M_ref, p: int | None = None) -> float:
-    """Cosine between the off-diagonal blocks of two feature matrices, <B, B_ref>_F / (|B|_F |B_ref|_F).
+    """Cosine between the off-diagonal blocks of two feature matrices, ``<B, B_ref>_F / (|B|_F |B_ref|_F)``.
 
     Only the block coupling the two digits is compared: the diagonal blocks of any M are dominated by the
     near-identity part (M_0 = I alone would give a large cosine), and the off-diagonal block is where the solution
     shows. Used with M_ref = the final M (alignment with where RFM ends) or an ideal one."""
-    return matrix_correlation(off_diagonal_block(M, p), off_diagonal_block(M_ref, p), kind="cosine")
+    B, B_ref = off_diagonal_block(M, p), off_diagonal_block(M_ref, p)
+    if B.shape != B_ref.shape:
+        raise ValueError(f"M and M_ref must have the same size 2p, got {2 * B.shape[0]} and {2 * B_ref.shape[0]}")
+    return matrix_correlation(B, B_ref, kind="cosine")
 
 
 class GrokkingProgress:
@@ -330,7 +437,7 @@ class GrokkingProgress:
     :meth:`alignment` then gives the AGOP alignment of every M with a reference (default: the last one)."""
 
     def __init__(self, data: ModularData):
-        self.data = data
+        self.data = _check_data(data)
         self.records = []
 
     def _outputs(self, model, X):
@@ -357,6 +464,8 @@ class GrokkingProgress:
         return False
 
     def column(self, key):
+        if self.records and key not in self.records[0]:
+            raise KeyError(f"no column {key!r}; the records have {sorted(self.records[0])}")
         return [r[key] for r in self.records]
 
     def alignment(self, reference=None):
@@ -375,7 +484,7 @@ def random_circulant_block(p: int, operation: str = "add", *, generator=0, dtype
     for * and /), mean-centred, placed with :func:`unreindex_block`."""
     p, op = _check_prime(p), canonical_operation(operation)
     n = p if op in ("add", "sub") else p - 1
-    c = torch.rand(n, generator=make_generator(generator), dtype=resolve_dtype(dtype))
+    c = torch.rand(n, generator=_check_seed(generator), dtype=resolve_dtype(dtype))
     return unreindex_block(circulant(c - c.mean()), p, op)
 
 
@@ -386,7 +495,7 @@ def random_circulant_features(p: int, operation: str = "add", *, generator=0, dt
 
     with C = :func:`random_circulant_block`. The construction matters: the centred identity blocks remove the
     digit-independent direction, and the square root. The matrix inside is usually indefinite (the eigenvalues are
-    1 +- |fft(c)_k|, and |fft(c)_k| > 1 for most k); the code takes the real part of scipy's principal square root,
+    ``1 +- |fft(c)_k|``, and ``|fft(c)_k| > 1`` for most k); the code takes the real part of scipy's principal square root,
     which for a symmetric matrix is V max(lambda, 0)^{1/2} V^T, i.e. :func:`rfm.utils.psd_power` with power 1/2."""
     p = _check_prime(p)
     C = random_circulant_block(p, operation, generator=generator, dtype=dtype)
@@ -396,100 +505,92 @@ def random_circulant_features(p: int, operation: str = "add", *, generator=0, dt
 
 
 # ----------------------------------------------------------------------------------------------------------------
-# A one-hidden-layer network with quadratic activation (the paper's ``OneLayerFCN`` with ``act="quadratic"``)
+# The paper's network (``OneLayerFCN`` with ``act="quadratic"``) is an :class:`rfm.nets.MLP`, trained by
+# :func:`rfm.nets.train`; these two helpers build it and record what the chapter plots.
 
 
-class QuadraticNet(torch.nn.Module):
-    """f(x) = W2 (W1 x)^2, no biases, with the scaled Kaiming-uniform initialisation of the paper's code:
-    every entry of a layer with fan-in m is U[-s/sqrt(m), s/sqrt(m)], s = ``init_scale``."""
+def quadratic_net(p: int, width: int = 256, *, init_scale: float = 1.0, generator=0, dtype="float64",
+                  device=None):
+    """The network of the paper's ``train_net.py`` for modulus ``p``: f(u) = W2 (W1 u)^2, u in R^{2p}, R^p out,
+    no biases, every entry of a layer with fan-in m drawn from U[-s/sqrt(m), s/sqrt(m)] with s = ``init_scale``
+    (the scaled Kaiming-uniform initialisation of the paper's code). It is
 
-    def __init__(self, d_in: int, width: int, d_out: int, *, init_scale: float = 1.0, generator=0,
-                 dtype="float64"):
-        super().__init__()
-        dtype = resolve_dtype(dtype)
-        g = make_generator(generator)
-        self.fc1 = torch.nn.Linear(d_in, width, bias=False, dtype=dtype)
-        self.out = torch.nn.Linear(width, d_out, bias=False, dtype=dtype)
-        with torch.no_grad():
-            for layer in (self.fc1, self.out):
-                bound = init_scale / layer.weight.shape[1] ** 0.5
-                layer.weight.copy_((2 * torch.rand(layer.weight.shape, generator=g, dtype=dtype) - 1) * bound)
+        rfm.nets.MLP(2p, [width], p, activation="quadratic", init="uniform", init_scale=s, bias=False)
 
-    def forward(self, x):
-        return self.out(self.fc1(x).square())
+    Train it with :func:`rfm.nets.train` (AdamW, ``loss="mse"`` on the one-hot targets, ``batch_size=32``) and a
+    :class:`NetworkProgress` callback. Passing the *same* ``torch.Generator`` as ``generator`` here and to
+    ``nets.train`` draws the initial weights and then the mini-batch permutations from one stream, as the paper's
+    code does with its one seed."""
+    from ..nets import MLP
 
-    def nfm(self) -> torch.Tensor:
-        """The neural feature matrix W1^T W1 of the first layer (d_in x d_in, float64, CPU)."""
-        W = self.fc1.weight.detach().to(torch.float64).cpu()
-        return W.T @ W
+    if isinstance(p, ModularData):
+        raise TypeError("quadratic_net takes the modulus p, not the data set: pass data.p")
+    p = _check_prime(p)
+    check_number("width", width, low=1, integer=True)
+    return MLP(2 * p, [int(width)], p, activation="quadratic", init="uniform", init_scale=init_scale, bias=False,
+               generator=generator, dtype=dtype, device=device)
 
 
-def _eval(model, X, Y):
-    with torch.no_grad():
+class NetworkProgress:
+    """A ``callback(model, record)`` for :func:`rfm.nets.train` of a network on ``data``: at every record it
+    stores {"epoch", "train_acc", "train_mse", "test_acc", "test_mse", "time_s"} of the whole training and test
+    sets (MSE as torch's mean over all entries, accuracy of the argmax), and every ``nfm_every`` epochs the neural
+    feature matrix W1^T W1 (``"nfm"``, float64 on the CPU). ``time_s`` is the wall time since the previous record
+    (0 for the first). With ``stop_at_test_acc`` it returns True, which stops training, after the first record
+    whose test accuracy reaches it (that record always gets its NFM). The test set is only measured, never
+    trained on."""
+
+    def __init__(self, data: ModularData, *, nfm_every: int = 1, stop_at_test_acc: float | None = None):
+        self.data = _check_data(data)
+        self.nfm_every = int(check_number("nfm_every", nfm_every, low=1, integer=True))
+        if stop_at_test_acc is not None:
+            check_number("stop_at_test_acc", stop_at_test_acc, low=0, high=1)
+        self.stop_at_test_acc = stop_at_test_acc
+        self.records = []
+        self._tensors = None
+        self._last = None
+
+    def _on(self, param):
+        if self._tensors is None or self._tensors[0].device != param.device or self._tensors[0].dtype != param.dtype:
+            d = self.data
+            self._tensors = tuple(t.to(param.device, param.dtype) for t in (d.X_train, d.Y_train, d.X_test,
+                                                                             d.Y_test))
+        return self._tensors
+
+    @staticmethod
+    def _eval(model, X, Y):
         out = model(X)
+        if out.ndim != 2 or out.shape != Y.shape:
+            raise ValueError(f"the model returns outputs of shape {tuple(out.shape)} for {tuple(X.shape)} inputs, "
+                             f"but the targets have shape {tuple(Y.shape)}; build it with quadratic_net(data.p)")
         return float((out.argmax(1) == Y.argmax(1)).double().mean()), float((out - Y).square().mean())
 
+    def __call__(self, model, record) -> bool:
+        from ..nets import MLP, nfm
 
-def train_quadratic_net(data: ModularData, *, width: int = 256, epochs: int = 1000, lr: float = 1e-3,
-                        weight_decay: float = 1.0, betas=(0.9, 0.98), batch_size: int = 32, init_scale: float = 1.0,
-                        generator=0, dtype="float64", device=None, nfm_every: int = 1, stop_at_test_acc=None,
-                        num_threads: int | None = None):
-    """Train a :class:`QuadraticNet` on ``data`` as the paper's ``train_net.py`` does: MSE on one-hot targets
-    (torch's mean over all entries), AdamW(lr, betas, weight_decay), shuffled mini-batches.
-
-    Returns ``(model, history)``; ``history`` has one record per epoch (and one for the initialisation, epoch 0)
-    with train/test accuracy and MSE, the wall time, and the NFM W1^T W1 every ``nfm_every`` epochs. With
-    ``stop_at_test_acc`` training stops after the first epoch that reaches it. ``num_threads`` sets torch's CPU
-    threads for the duration of the training only (restored after): for matrices this small one thread is several
-    times faster than two on a busy 2-core machine."""
-    check_number("width", width, low=1, integer=True)
-    check_number("epochs", epochs, low=0, integer=True)
-    check_number("batch_size", batch_size, low=1, integer=True)
-    check_number("nfm_every", nfm_every, low=1, integer=True)
-    if num_threads is not None:
-        check_number("num_threads", num_threads, low=1, integer=True)
-        saved = torch.get_num_threads()
-        torch.set_num_threads(num_threads)
-        try:
-            return train_quadratic_net(data, width=width, epochs=epochs, lr=lr, weight_decay=weight_decay,
-                                       betas=betas, batch_size=batch_size, init_scale=init_scale,
-                                       generator=generator, dtype=dtype, device=device, nfm_every=nfm_every,
-                                       stop_at_test_acc=stop_at_test_acc)
-        finally:
-            torch.set_num_threads(saved)
-    g = make_generator(generator)
-    device = get_device(device)
-    dtype = resolve_dtype(dtype)
-    model = QuadraticNet(2 * data.p, width, data.p, init_scale=init_scale, generator=g, dtype=dtype).to(device)
-    Xtr, Ytr = data.X_train.to(device, dtype), data.Y_train.to(device, dtype)
-    Xte, Yte = data.X_test.to(device, dtype), data.Y_test.to(device, dtype)
-    opt = torch.optim.AdamW(model.parameters(), lr=lr, betas=tuple(betas), weight_decay=weight_decay)
-    history = []
-
-    def record(epoch, seconds):
-        tr_acc, tr_mse = _eval(model, Xtr, Ytr)
-        te_acc, te_mse = _eval(model, Xte, Yte)
+        p = self.data.p
+        if isinstance(model, MLP) and (model.layers[0].in_features, model.layers[-1].out_features) != (2 * p, p):
+            raise ValueError(f"the network maps R^{model.layers[0].in_features} -> R^{model.layers[-1].out_features}"
+                             f", but the data with p = {p} needs R^{2 * p} -> R^{p}; build it with "
+                             "quadratic_net(data.p)")
+        if not isinstance(record, dict) or "epoch" not in record:
+            raise TypeError("NetworkProgress is called by rfm.nets.train as callback(model, record), with a record "
+                            "dict holding 'epoch'")
+        now = time.perf_counter()
+        seconds = 0.0 if self._last is None else now - self._last
+        Xtr, Ytr, Xte, Yte = self._on(next(model.parameters()))
+        with torch.no_grad():
+            tr_acc, tr_mse = self._eval(model, Xtr, Ytr)
+            te_acc, te_mse = self._eval(model, Xte, Yte)
+        epoch = int(record["epoch"])
         rec = {"epoch": epoch, "train_acc": tr_acc, "train_mse": tr_mse, "test_acc": te_acc, "test_mse": te_mse,
                "time_s": seconds}
-        if epoch % nfm_every == 0:
-            rec["nfm"] = model.nfm()
-        history.append(rec)
-        return rec
+        stop = self.stop_at_test_acc is not None and te_acc >= self.stop_at_test_acc
+        if epoch % self.nfm_every == 0 or stop:
+            rec["nfm"] = nfm(model, 0).cpu()
+        self.records.append(rec)
+        self._last = time.perf_counter()
+        return stop
 
-    record(0, 0.0)
-    n = len(Xtr)
-    for epoch in range(1, epochs + 1):
-        t0 = time.perf_counter()
-        perm = torch.randperm(n, generator=g).to(device)
-        for start in range(0, n, batch_size):
-            idx = perm[start:start + batch_size]
-            opt.zero_grad(set_to_none=True)
-            loss = (model(Xtr[idx]) - Ytr[idx]).square().mean()
-            loss.backward()
-            opt.step()
-        rec = record(epoch, time.perf_counter() - t0)
-        if stop_at_test_acc is not None and rec["test_acc"] >= stop_at_test_acc:
-            if "nfm" not in rec:
-                rec["nfm"] = model.nfm()
-            break
-    return model, history
+    def column(self, key):
+        return [r[key] for r in self.records]
