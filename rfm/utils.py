@@ -50,6 +50,7 @@ def make_generator(seed) -> torch.Generator:
 
 
 def symmetrize(A: torch.Tensor) -> torch.Tensor:
+    """The symmetric part ``(A + A^T) / 2`` of a matrix (or of each matrix in a batch)."""
     return 0.5 * (A + A.transpose(-1, -2))
 
 

@@ -285,3 +285,192 @@ def test_add_marker_nan_rates_and_negative_labels():
 def test_rotate_images_wrong_number_of_angles():
     with pytest.raises(ValueError, match=r"one angle for all images or one per row of X \(3\), got 2"):
         it.rotate_images(torch.zeros(3, 784), [10.0, 20.0])
+
+
+# -- rfm.nets.alignment and rfm.nets.optim -------------------------------------------------------------------------
+
+from rfm import nets  # noqa: E402
+from rfm.nets import alignment as al  # noqa: E402
+from rfm.nets import optim  # noqa: E402
+
+
+@pytest.fixture
+def net():
+    return nets.MLP(5, [8], 1)
+
+
+def test_ptk_features_wrong_number_of_columns(net):
+    with pytest.raises(ValueError, match="X has 4 features .* input dimension d_in is 5"):
+        al.ptk(net, torch.randn(10, 4), 0)
+
+
+def test_ptk_names_Z(net):
+    with pytest.raises(ValueError, match="Z has 6 features"):
+        al.ptk(net, torch.randn(10, 5), 0, Z=torch.randn(3, 6))
+
+
+def test_feature_correlations_needs_an_mlp():
+    with pytest.raises(TypeError, match=r"model must be an rfm.nets.MLP.*got str"):
+        al.feature_correlations("net", torch.randn(10, 5))
+
+
+def test_feature_correlations_layer_out_of_range(net):
+    with pytest.raises(ValueError, match="layer must be <= 1, got 5"):
+        al.feature_correlations(net, torch.randn(10, 5), layers=[5])
+
+
+def test_nfc_K_of_the_wrong_size(net):
+    with pytest.raises(ValueError, match="K is 3 x 3 but W has 8 rows"):
+        al.nfc(net.weight(0), torch.eye(3))
+
+
+def test_nfc_W0_of_the_wrong_shape(net):
+    with pytest.raises(ValueError, match=r"W0 has shape \(3, 5\) but W has \(8, 5\)"):
+        al.nfc(net.weight(0), torch.eye(8), torch.zeros(3, 5))
+
+
+def test_cu_ratio_of_zero_weights_is_undefined():
+    with pytest.raises(ValueError, match="C/UC ratio is undefined"):
+        al.cu_ratio(torch.zeros(8, 5), torch.ones(8, 5), torch.eye(8))
+
+
+def test_weight_velocity_residual_length(net):
+    with pytest.raises(ValueError, match=r"residual must have shape \(n,\) or \(n, c\) with n = 10"):
+        al.weight_velocity(net, torch.randn(10, 5), torch.ones(7))
+
+
+def test_weight_velocity_nan_residual(net):
+    with pytest.raises(ValueError, match="residual contains NaN"):
+        al.weight_velocity(net, torch.randn(10, 5), torch.full((10,), NAN))
+
+
+def test_spectrum_matched_non_symmetric():
+    with pytest.raises(ValueError, match="K must be symmetric"):
+        al.spectrum_matched(torch.tensor([[1.0, 2.0], [0.0, 1.0]]))
+
+
+def test_spectral_moments_non_square():
+    with pytest.raises(ValueError, match="R must be a square matrix"):
+        al.spectral_moments(torch.ones(2, 3))
+
+
+def test_free_prediction_needs_four_moments():
+    with pytest.raises(ValueError, match="moments must be the four normalised traces"):
+        al.free_second_derivative_correlation(torch.eye(2), torch.eye(2), [1.0, 2.0])
+
+
+def test_data_matrices_two_column_labels():
+    with pytest.raises(ValueError, match=r"y must be a vector of labels \(n,\)"):
+        al.data_matrices(torch.randn(10, 5), torch.ones(10, 2))
+
+
+def test_tracker_series_unknown_key():
+    with pytest.raises(ValueError, match="key must be one of"):
+        al.CorrelationTracker(torch.randn(4, 5)).series("cnfc")
+
+
+def test_layer_groups_speed_as_a_number(net):
+    with pytest.raises(TypeError, match="speeds must be a list with one speed per layer"):
+        optim.layer_groups(net, 0.5)
+
+
+def test_layer_groups_speed_as_a_string(net):
+    with pytest.raises(TypeError, match="speed must be a real number, got 'a'"):
+        optim.layer_groups(net, ["a", 1.0])
+
+
+def test_slo_single_tensor_params():
+    with pytest.raises(TypeError, match=r"got a single tensor; pass \[tensor\]"):
+        optim.SLO(torch.nn.Parameter(torch.ones(3)), lr=0.1)
+
+
+def test_slo_step_with_nan_gradient_is_caught():
+    p = torch.nn.Parameter(torch.ones(3))
+    opt = optim.SLO([p], lr=0.1)
+    p.grad = torch.tensor([1.0, NAN, 0.0])
+    with pytest.raises(FloatingPointError, match="gradient of parameter group 0 is NaN or infinite.*lower lr"):
+        opt.step()
+    assert torch.equal(p.detach(), torch.ones(3))  # the weights were not touched
+
+
+def test_train_full_batch_record_every_zero(net):
+    with pytest.raises(ValueError, match="record_every must be >= 1"):
+        optim.train_full_batch(net, torch.randn(4, 5), torch.randn(4), torch.optim.SGD(net.parameters(), lr=0.1),
+                               steps=2, record_every=0)
+
+
+# -- rfm.book ------------------------------------------------------------------------------------------------------
+
+import matplotlib  # noqa: E402
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+import rfm.book  # noqa: E402
+from rfm.book import plots  # noqa: E402
+
+
+@pytest.fixture(autouse=False)
+def close_figures():
+    yield
+    plt.close("all")
+
+
+def test_matrix_images_nan_entries(close_figures):
+    with pytest.raises(ValueError, match=r"mats\[0\] contains 1 NaN or infinite"):
+        plots.matrix_images([torch.tensor([[1.0, NAN], [0.0, 1.0]])])
+
+
+def test_matrix_images_strings(close_figures):
+    with pytest.raises(TypeError, match=r"mats\[0\] must be numeric"):
+        plots.matrix_images([np.array([["a", "b"], ["c", "d"]])])
+
+
+def test_matrix_images_single_title_string_is_one_title(close_figures):
+    fig = plots.matrix_images([np.eye(2)], "M")
+    assert fig.axes[0].get_title() == "M"
+    with pytest.raises(ValueError, match="got 1 titles for 2 matrices"):
+        plots.matrix_images([np.eye(2), np.eye(2)], "AB")
+
+
+def test_spectrum_non_symmetric(close_figures):
+    with pytest.raises(ValueError, match=r"matrices must be symmetric.*\(A \+ A\.T\) / 2"):
+        plots.spectrum(np.array([[1.0, 3.0], [0.0, 1.0]]))
+
+
+def test_spectrum_empty(close_figures):
+    with pytest.raises(ValueError, match=r"matrices\[1\] is empty"):
+        plots.spectrum([np.eye(2), np.zeros((0, 0))])
+
+
+def test_curves_ys_not_a_dict(close_figures):
+    with pytest.raises(TypeError, match="ys must be a dict mapping each label"):
+        plots.curves([1, 2], [0.1, 0.2], ylabel="loss")
+
+
+def test_curves_hline_not_a_number(close_figures):
+    with pytest.raises(ValueError, match=r"hlines\['kernel'\] must be a finite number"):
+        plots.curves([1, 2], {"rfm": [0.1, 0.2]}, ylabel="loss", hlines={"kernel": "0.5"})
+
+
+def test_settings_profile_and_dict():
+    with pytest.raises(ValueError, match="profile must be one of"):
+        rfm.book.settings("fast", smoke={}, full={})
+    with pytest.raises(TypeError, match="smoke must be a dict"):
+        rfm.book.settings("smoke", smoke=[1], full={})
+
+
+def test_summary_measured_not_a_dict():
+    with pytest.raises(TypeError, match="measured must be a dict"):
+        rfm.book.summary("chapter", {"profile": "smoke"}, [0.9])
+
+
+def test_savefig_name_with_path_separator(close_figures):
+    fig = plt.figure()
+    with pytest.raises(ValueError, match="must not contain a path separator"):
+        rfm.book.savefig(fig, "../escape", output_dir="/tmp")
+
+
+def test_load_results_unknown_profile():
+    with pytest.raises(ValueError, match="profile must be one of"):
+        rfm.book.load_results("kernels_and_agop", "fast")

@@ -30,10 +30,27 @@ ROOT = Path(__file__).resolve().parent.parent  # the repository root for an edit
 RESULTS = ROOT / "results"
 
 
-def settings(profile: str, smoke: dict, full: dict, **overrides) -> SimpleNamespace:
-    """The profile's settings, with every override that is not None applied (unknown names are an error)."""
+def _check_profile(profile):
     if profile not in PROFILES:
         raise ValueError(f"profile must be one of {PROFILES}, got {profile!r}")
+
+
+def _check_name(name: str, value) -> str:
+    """A chapter or figure name: it becomes part of a file name."""
+    if not isinstance(value, str) or not value.strip():
+        raise TypeError(f"{name} must be a non-empty string, got {value!r}")
+    if "/" in value or "\\" in value or value in (".", ".."):
+        raise ValueError(f"{name} becomes a file name and must not contain a path separator, got {value!r}")
+    return value
+
+
+def settings(profile: str, smoke: dict, full: dict, **overrides) -> SimpleNamespace:
+    """The profile's settings, with every override that is not None applied (unknown names are an error)."""
+    _check_profile(profile)
+    for name, value in (("smoke", smoke), ("full", full)):
+        if not isinstance(value, dict):
+            raise TypeError(f"{name} must be a dict of the chapter's settings, e.g. dict(n=2000, iters=5), got "
+                            f"{type(value).__name__}")
     base = dict(smoke if profile == "smoke" else full)
     unknown = sorted(set(overrides) - set(base))
     if unknown:
@@ -43,6 +60,7 @@ def settings(profile: str, smoke: dict, full: dict, **overrides) -> SimpleNamesp
 
 
 def git_commit() -> str | None:
+    """The short hash of the repository's current commit, or None outside a git checkout."""
     try:
         out = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=ROOT, capture_output=True, text=True,
                              timeout=10)
@@ -52,7 +70,11 @@ def git_commit() -> str | None:
 
 
 def device_name(device=None) -> str:
-    dev = torch.device(device) if device is not None else torch.device("cpu")
+    """A readable name of the device: the GPU model for CUDA, else the CPU with its number of cores."""
+    try:
+        dev = torch.device(device) if device is not None else torch.device("cpu")
+    except (RuntimeError, TypeError) as exc:
+        raise ValueError(f"device={device!r} is not a device torch knows; use 'cpu', 'cuda' or None") from exc
     if dev.type == "cuda" and torch.cuda.is_available():
         return torch.cuda.get_device_name(dev)
     return f"cpu ({platform.processor() or platform.machine()}, {os.cpu_count()} cores)"
@@ -73,6 +95,7 @@ def _jsonable(v):
 
 
 def output_path(output_dir=None) -> Path | None:
+    """The output folder (``output_dir``, else ``RFM_BOOK_OUTPUT``), created if needed; None when neither is set."""
     out = output_dir if output_dir is not None else os.environ.get("RFM_BOOK_OUTPUT")
     if not out:
         return None
@@ -83,6 +106,13 @@ def output_path(output_dir=None) -> Path | None:
 
 def summary(chapter: str, params, measured: dict, *, device=None, output_dir=None) -> dict:
     """Print the one-line summary of a chapter's measured values and write them as JSON when asked."""
+    _check_name("chapter", chapter)
+    if not isinstance(measured, dict):
+        raise TypeError(f"measured must be a dict of the chapter's measured values, e.g. {{'r2': 0.97}}, got "
+                        f"{type(measured).__name__}")
+    if not isinstance(params, (SimpleNamespace, dict)):
+        raise TypeError(f"params must be the chapter's settings (rfm.book.settings(...)) or a dict, got "
+                        f"{type(params).__name__}")
     params = vars(params) if isinstance(params, SimpleNamespace) else dict(params)
     record = {
         "chapter": chapter,
@@ -105,6 +135,8 @@ def summary(chapter: str, params, measured: dict, *, device=None, output_dir=Non
 
 def load_results(chapter: str, profile: str = "full") -> dict | None:
     """Committed measured values of a chapter (``results/<chapter>/<profile>.json``), or None when absent."""
+    _check_name("chapter", chapter)
+    _check_profile(profile)
     path = RESULTS / chapter / f"{profile}.json"
     if not path.exists():
         return None
@@ -114,6 +146,9 @@ def load_results(chapter: str, profile: str = "full") -> dict | None:
 
 def savefig(fig, name: str, output_dir=None):
     """Save a figure as PNG into the output folder, when one is set (the book itself shows figures inline)."""
+    if not hasattr(fig, "savefig"):
+        raise TypeError(f"fig must be a matplotlib Figure (the plotting helpers return one), got {type(fig).__name__}")
+    _check_name("name", name)
     path = output_path(output_dir)
     if path is not None:
         fig.savefig(path / f"{name}.png", dpi=120, bbox_inches="tight")

@@ -22,8 +22,22 @@ from .._checks import check_number
 from ..utils import to_numpy
 
 
+def _as_array(A, name: str, *, allow_nan: bool = False) -> np.ndarray:
+    """A non-empty numeric array as float (NaN/inf refused unless ``allow_nan``: a curve may have gaps)."""
+    arr = np.asarray(to_numpy(A))
+    if arr.dtype == object or arr.dtype.kind not in "biuf":
+        raise TypeError(f"{name} must be numeric, got dtype {arr.dtype} (strings, or ragged lists?)")
+    arr = arr.astype(float)
+    if arr.size == 0:
+        raise ValueError(f"{name} is empty (shape {arr.shape}); there is nothing to draw")
+    if not allow_nan and not np.isfinite(arr).all():
+        raise ValueError(f"{name} contains {int((~np.isfinite(arr)).sum())} NaN or infinite value(s), which cannot be "
+                         "placed on a colour scale or axis; it was probably computed from diverged values")
+    return arr
+
+
 def _as_matrix(A, name: str) -> np.ndarray:
-    M = np.asarray(to_numpy(A), dtype=float)
+    M = _as_array(A, name)
     if M.ndim != 2:
         raise ValueError(f"{name} must be a 2-D matrix, got shape {M.shape}")
     return M
@@ -62,7 +76,7 @@ def matrix_images(mats, titles=None, *, block: int | None = None, shared_scale: 
     ``block=k`` shows the top-left k x k block of each matrix (the relevant coordinates of a low-rank target come
     first). With ``shared_scale`` (default) all panels use one colour scale and one colour bar, so that a sequence
     (M over RFM iterations) can be compared by eye; otherwise each panel gets its own bar. ``symmetric`` (default:
-    whether any shown entry is negative) uses a diverging map centred at 0. ``log=True`` shows |entries| on a log
+    whether any shown entry is negative) uses a diverging map centred at 0. ``log=True`` shows ``|entries|`` on a log
     scale from ``log_floor`` times the largest up to the largest (smaller entries, zeros included, at the floor):
     the way to see the small tail of a feature matrix next to its few large entries. A book page is about 8 inches
     wide: for more than three or four panels, pass ``ncols``."""
@@ -74,7 +88,8 @@ def matrix_images(mats, titles=None, *, block: int | None = None, shared_scale: 
     if block is not None:
         check_number("block", block, low=1, integer=True)
         mats = [A[:block, :block] for A in mats]
-    titles = [None] * len(mats) if titles is None else list(titles)
+    check_number("panel_size", panel_size, low=0, low_inclusive=False)
+    titles = [None] * len(mats) if titles is None else [titles] if isinstance(titles, str) else list(titles)
     if len(titles) != len(mats):
         raise ValueError(f"got {len(titles)} titles for {len(mats)} matrices")
     if log:
@@ -134,12 +149,16 @@ def matrix_pair(A, B, titles=("A", "B"), *, shared_scale: bool = False, **kwargs
     return matrix_images([A, B], titles, shared_scale=shared_scale, **kwargs)
 
 
-def _eigenvalues(A) -> np.ndarray:
-    arr = np.asarray(to_numpy(A), dtype=float)
+def _eigenvalues(A, name: str = "matrices") -> np.ndarray:
+    arr = _as_array(A, name)
     if arr.ndim == 1:
         return np.sort(arr)[::-1]
     if arr.ndim != 2 or arr.shape[0] != arr.shape[1]:
         raise ValueError(f"expected a square matrix or a vector of eigenvalues, got shape {arr.shape}")
+    scale, asym = np.abs(arr).max(), np.abs(arr - arr.T).max()
+    if asym > 1e-4 * scale:
+        raise ValueError(f"{name} must be symmetric (its eigenvalues are drawn), but max|A - A^T| = {asym:.3g} is more "
+                         f"than 1e-4 of max|A| = {scale:.3g}; pass (A + A.T) / 2 if the asymmetry is round-off")
     return np.linalg.eigvalsh(0.5 * (arr + arr.T))[::-1]
 
 
@@ -178,7 +197,7 @@ def spectrum(matrices, labels=None, *, k: int = 20, normalize: str | None = "max
     width = 0.8 / len(series)
     cmap = plt.get_cmap("viridis")
     for s, (A, label) in enumerate(zip(series, labels)):
-        ev = _eigenvalues(A)[:k]
+        ev = _eigenvalues(A, "matrices" if single else f"matrices[{s}]")[:k]
         if normalize == "max":
             top = ev[0] if ev.size and ev[0] > 0 else 1.0
             ev = ev / top
@@ -216,15 +235,25 @@ def curves(x, ys: dict, *, xlabel: str = "iteration", ylabel: str, hlines: dict 
            title: str | None = None, ylim=None, ax=None):
     """Lines with markers for each ``label -> values`` in ``ys`` against ``x``, plus dashed horizontal reference
     lines ``label -> value`` (e.g. the plain kernel's score); returns the Figure."""
+    if not isinstance(ys, dict):
+        raise TypeError(f"ys must be a dict mapping each label to its values, e.g. {{'train': losses}}, got "
+                        f"{type(ys).__name__}")
     if not ys:
         raise ValueError("ys must map at least one label to values")
-    x = np.asarray(to_numpy(x), dtype=float)
+    x = _as_array(x, "x")
+    if x.ndim != 1:
+        raise ValueError(f"x must be a 1-D sequence, got shape {x.shape}")
+    for label, value in (hlines or {}).items():
+        if hasattr(value, "ndim") and value.ndim == 0:
+            value = value.item()
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.number)) or not np.isfinite(value):
+            raise ValueError(f"hlines[{label!r}] must be a finite number, got {value!r}")
     if ax is None:
         fig, ax = plt.subplots(figsize=(5.5, 3.2), constrained_layout=True)
     else:
         fig = ax.figure
     for label, values in ys.items():
-        v = np.asarray(to_numpy(values), dtype=float)
+        v = _as_array(values, f"ys[{label!r}]", allow_nan=True)
         if v.shape != x.shape:
             raise ValueError(f"ys[{label!r}] has shape {v.shape}, x has {x.shape}")
         ax.plot(x, v, marker="o", label=label)

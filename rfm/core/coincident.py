@@ -1,7 +1,7 @@
 """Coincident points: which evaluation points *are* centres, found by comparing rows exactly.
 
 Radial kernels need to know where an evaluation point z_j equals a centre x_i: the distance there must be exactly 0
-(not a float32 round-off of |z|^2 + |x|^2 - 2 z.x), and the gradient weight k'(r)/r is set to 0 (for the Laplace
+(not a float32 round-off of ``|z|^2 + |x|^2 - 2 z.x``), and the gradient weight k'(r)/r is set to 0 (for the Laplace
 kernel with q <= 1 it has a cusp; 0 is the convention of the RFM papers). Doing it by index, never by a distance
 threshold, avoids the fp32 cancellation errors of threshold masking (up to 45 % AGOP error at training points in
 the public codes; see ``shared/research/rfm_code.md``).

@@ -2,11 +2,11 @@ r"""Kernels with a feature matrix, and their closed-form input gradients.
 
 A feature matrix M (d x d, PSD) enters every kernel through the transformed inputs x~ = L^T x, where M = L L^T:
 
-* Laplace   k_M(x, z) = exp(-(|x - z|_M / L)^q),  q in (0, 2]  (q = 1 is the kernel of the RFM papers)
-* Gaussian  k_M(x, z) = exp(-|x - z|_M^2 / (2 L^2))             (the grokking paper's kernel)
-* polynomial k_M(x, z) = (x^T M z / L^2 + c)^p                  (p = 2, c = 0: the quadratic kernel)
+* Laplace    ``k_M(x, z) = exp(-(|x - z|_M / L)^q)``, q in (0, 2] (q = 1 is the kernel of the RFM papers)
+* Gaussian   ``k_M(x, z) = exp(-|x - z|_M^2 / (2 L^2))`` (the grokking paper's kernel)
+* polynomial ``k_M(x, z) = (x^T M z / L^2 + c)^p`` (p = 2, c = 0: the quadratic kernel)
 
-with |v|_M^2 = v^T M v. M is held by :class:`rfm.core.feature_matrix.FeatureMatrix`; the transform is computed once
+with ``|v|_M^2 = v^T M v``. M is held by :class:`rfm.core.feature_matrix.FeatureMatrix`; the transform is computed once
 and the kernels work on Euclidean distances or inner products of the transformed inputs. The kernel matrix is built
 in one place, :func:`kernel_blocks` (block by block, within the memory budget of :mod:`rfm.core.blocks`), used by
 :func:`kernel_matrix` and by the predictions of :class:`rfm.KernelMachine`.
@@ -38,7 +38,7 @@ from .feature_matrix import as_feature_matrix
 
 class Kernel:
     """Base class. A kernel acts in place on a block B of pairwise numbers between transformed points: squared
-    distances |z~_j - x~_i|^2 for radial kernels, inner products <z~_j, x~_i> for inner-product kernels.
+    distances ``|z~_j - x~_i|^2`` for radial kernels, inner products <z~_j, x~_i> for inner-product kernels.
 
     * :meth:`values_` turns B into the kernel values k(z_j, x_i);
     * :meth:`weights_` turns B into the gradient weights W with grad_z~ k(z_j, x_i) = W_ji (z~_j - x~_i) (radial)
@@ -53,9 +53,11 @@ class Kernel:
         self.bandwidth = float(check_number("bandwidth", bandwidth, low=0, low_inclusive=False))
 
     def values_(self, B: torch.Tensor) -> torch.Tensor:
+        """Turn the block B of squared distances or inner products into kernel values, in place; returns B."""
         raise NotImplementedError
 
     def weights_(self, B: torch.Tensor) -> torch.Tensor:
+        """Turn the block B of squared distances or inner products into gradient weights, in place; returns B."""
         raise NotImplementedError
 
     def matrix(self, X, Z=None, M=None, *, mem_bytes=None) -> torch.Tensor:
@@ -87,7 +89,7 @@ class Kernel:
 
 
 class LaplaceKernel(Kernel):
-    r"""k(x, z) = exp(-(|x - z|_M / L)^q), exponent q in (0, 2]."""
+    r"""``k(x, z) = exp(-(|x - z|_M / L)^q)``, exponent q in (0, 2]."""
 
     name = "laplace"
 
@@ -118,7 +120,7 @@ class LaplaceKernel(Kernel):
 
 
 class GaussianKernel(Kernel):
-    r"""k(x, z) = exp(-|x - z|_M^2 / (2 L^2))."""
+    r"""``k(x, z) = exp(-|x - z|_M^2 / (2 L^2))``."""
 
     name = "gaussian"
 

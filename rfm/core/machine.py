@@ -81,7 +81,7 @@ class KernelMachine:
 
     @property
     def M(self) -> torch.Tensor:
-        """M as a CPU tensor: the diagonal vector of a diagonal M, else the dense float64 matrix."""
+        """The feature matrix M as a CPU tensor (the diagonal vector of a diagonal M, else the dense float64 matrix)."""
         return self.fm.snapshot()
 
     def __repr__(self):
@@ -233,7 +233,7 @@ def transformed_agop(kernel, Xt, alpha, Zt, pairs=None, *, diag=False, centre=Fa
                             mem_bytes=None, acc_dtype=torch.float64, algorithm="auto"):
     """The AGOP in transformed coordinates (r x r, or r with ``diag``), streamed over the rows of Zt.
 
-    ``pairs`` (from :func:`rfm.kernels.coincident_pairs`) are the (evaluation point, center) pairs that are the same
+    ``pairs`` (from :func:`rfm.core.coincident.coincident_pairs`) are the (evaluation point, center) pairs that are the same
     point; their weight is 0.
 
     ``algorithm``: "direct" forms each gradient g_jc (cost ~ m n c r) and accumulates g g^T, the numerically safe

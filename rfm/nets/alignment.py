@@ -17,12 +17,12 @@ pre-activation h_l = W_l x_l (+ b_l) from its input x_l:
 * the **C/UC ratio** tr(Wb^T Wb Wb^T K Wb) / tr(W^T W W^T K W) measures how much of the unnormalised UC-NFC the
   centred term carries (:func:`cu_ratio`, Section 5).
 
-The correlation rho is the paper's uncentred cosine tr(A^T B) / (|A|_F |B|_F) (``kind="cosine"``, the default
+The correlation rho is the paper's uncentred cosine ``tr(A^T B) / (|A|_F |B|_F)`` (``kind="cosine"``, the default
 here); the authors' code and Appendix L use the Pearson form, which subtracts each matrix's mean entry first
 (``kind="pearson"``), see :func:`rfm.metrics.matrix_correlation`.
 
 At initialisation (Proposition 3) the centred NFM and AGOP vanish with their first time derivatives, and under
-gradient flow on L = 1/2 sum_i |f(x_i) - y_i|^2 their second derivatives are 2 Wdot^T Wdot and 2 Wdot^T K Wdot, with
+gradient flow on ``L = 1/2 sum_i |f(x_i) - y_i|^2`` their second derivatives are 2 Wdot^T Wdot and 2 Wdot^T K Wdot, with
 Wdot = -dL/dW = sum_c J_c^T diag(r_c) X_l (:func:`weight_velocity`, residuals r = y - f). Their correlation is
 :func:`second_derivative_correlation`; for a one-hidden-layer quadratic network f(x) = a^T (W x)^2 the paper
 predicts it from traces of data matrices and moments of R = W^T diag(a^2) W by free probability
@@ -32,13 +32,15 @@ predicts it from traces of data matrices and moments of R = W^T diag(a^2) W by f
 from __future__ import annotations
 
 import math
+import numbers
 
 import torch
 
-from .._checks import check_choice, check_matrix, check_number
+from .._checks import _to_tensor, check_choice, check_matrix, check_number, resolve_dtype
 from ..core.agop import agop, jacobians
 from ..metrics import matrix_correlation
-from ..utils import make_generator
+from ..utils import _check_square, make_generator
+from .mlp import MLP
 
 KINDS = ("cosine", "pearson")
 
@@ -47,14 +49,57 @@ KINDS = ("cosine", "pearson")
 # The pre-activation tangent kernel of an MLP
 
 
+def _check_model(model) -> MLP:
+    if not isinstance(model, MLP):
+        raise TypeError(f"model must be an rfm.nets.MLP (its layers, weights and initial weights are read), got "
+                        f"{type(model).__name__}; build the network with rfm.nets.MLP(d_in, [width], d_out)")
+    return model
+
+
 def _check_layer(model, layer: int) -> int:
+    _check_model(model)
     check_number("layer", layer, low=0, high=model.n_layers - 1, integer=True)
     return layer
 
 
-def _as_input(model, X) -> torch.Tensor:
+def _check_layers(model, layers) -> list[int]:
+    if layers is None:
+        return list(range(max(1, model.n_layers - 1)))
+    if isinstance(layers, numbers.Integral):
+        layers = [layers]
+    return [_check_layer(model, l) for l in layers]
+
+
+def _as_input(model, X, name: str = "X") -> torch.Tensor:
+    _check_model(model)
     param = next(model.parameters())
-    return check_matrix(X, "X", dtype=param.dtype, device=param.device).detach()
+    X = check_matrix(X, name, dtype=param.dtype, device=param.device).detach()
+    d = model.layers[0].in_features
+    if X.shape[1] != d:
+        raise ValueError(f"{name} has {X.shape[1]} features (columns) but the network's input dimension d_in is {d}; "
+                         f"pass data with {d} columns")
+    return X
+
+
+def _matrix(W, name: str) -> torch.Tensor:
+    """A finite 2-D float64 tensor (detached), for weights and their differences."""
+    W = _to_tensor(W, name).detach()
+    if W.ndim != 2:
+        raise ValueError(f"{name} must be a 2-D weight matrix (k_out, k_in), got shape {tuple(W.shape)}")
+    W = W.to(torch.float64)
+    if not bool(torch.isfinite(W).all()):
+        raise ValueError(f"{name} contains {int((~torch.isfinite(W)).sum())} NaN or infinite value(s) (did training "
+                         "diverge?)")
+    return W
+
+
+def _ptk_matrix(K, k: int, name: str = "K") -> torch.Tensor:
+    """The PTK covariance of a layer with ``k`` outputs: a finite symmetric (k, k) matrix."""
+    K = _check_square(K, name, symmetric=True).detach()
+    if K.shape[0] != k:
+        raise ValueError(f"{name} is {K.shape[0]} x {K.shape[0]} but W has {k} rows (outputs): K must be the "
+                         f"{k} x {k} PTK covariance of the same layer")
+    return K
 
 
 def from_preactivation(model, layer: int):
@@ -82,6 +127,9 @@ def ptk_features(model, X, layer: int) -> torch.Tensor:
 
 def ptk(model, X, layer: int, Z=None) -> torch.Tensor:
     """The pre-activation tangent kernel matrix K^(l)(x_i, z_j) = sum_c <df_c(x_i)/dh_l, df_c(z_j)/dh_l> (float64)."""
+    _check_layer(model, layer)
+    if Z is not None:
+        Z = _as_input(model, Z, "Z")
     J = ptk_features(model, X, layer).to(torch.float64)
     Jz = J if Z is None else ptk_features(model, Z, layer).to(torch.float64)
     return torch.einsum("ick,jck->ij", J, Jz)
@@ -98,8 +146,8 @@ def ptk_covariance(model, X, layer: int, *, centre: bool = False, batch_size: in
 
 def agop_from_ptk(W: torch.Tensor, K: torch.Tensor) -> torch.Tensor:
     """W^T K W: the AGOP with respect to the layer input, from the layer's weights and its PTK covariance."""
-    W = W.detach().to(torch.float64)
-    return W.T @ K.to(W) @ W
+    W = _matrix(W, "W")
+    return W.T @ _ptk_matrix(K, W.shape[0]).to(W) @ W
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -112,33 +160,46 @@ def _weights(model, layer):
     return W, W0
 
 
+def _same_shape(W0, W, name="W0") -> torch.Tensor:
+    W0 = _matrix(W0, name)
+    if W0.shape != W.shape:
+        raise ValueError(f"{name} has shape {tuple(W0.shape)} but W has {tuple(W.shape)}: {name} must be the initial "
+                         "weights of the same layer")
+    return W0
+
+
 def nfc(W: torch.Tensor, K: torch.Tensor, W0: torch.Tensor | None = None, *, kind: str = "cosine") -> float:
     """rho(V^T V, V^T K V) with V = W (the UC-NFC) or V = W - W0 when ``W0`` is given (the C-NFC)."""
     check_choice("kind", kind, KINDS)
-    V = W.detach().to(torch.float64)
+    V = _matrix(W, "W")
     if W0 is not None:
-        V = V - W0.detach().to(V)
+        V = V - _same_shape(W0, V, "W0").to(V)
     return matrix_correlation(V.T @ V, agop_from_ptk(V, K), kind)
 
 
 def cu_ratio(W: torch.Tensor, W0: torch.Tensor, K: torch.Tensor) -> float:
     """tr(Wb^T Wb Wb^T K Wb) / tr(W^T W W^T K W), Wb = W - W0: the share of the centred term in the unnormalised
     UC-NFC (Section 5 of the paper). tr(V^T V V^T K V) = tr(G K G) with G = V V^T, which avoids d x d products."""
-    W = W.detach().to(torch.float64)
-    V = W - W0.detach().to(W)
-    K = K.to(W)
+    W = _matrix(W, "W")
+    V = W - _same_shape(W0, W).to(W)
+    K = _ptk_matrix(K, W.shape[0]).to(W)
     num = torch.trace(V @ V.T @ K @ V @ V.T)
     den = torch.trace(W @ W.T @ K @ W @ W.T)
+    if float(den) == 0 or not math.isfinite(float(num / den)):
+        raise ValueError(f"the C/UC ratio is undefined: tr(W^T W W^T K W) = {float(den):.3g} (W or K is zero, or "
+                         "the values overflow)")
     return float(num / den)
 
 
 def feature_correlations(model, X, layers=None, *, kind: str = "cosine", batch_size: int | None = None) -> list[dict]:
     """For every layer (default: all but the linear read-out): {"layer", "uc_nfc", "c_nfc", "cu_ratio",
-    "weight_change"}, with weight_change = |W - W0|_F / |W|_F. The PTK covariance is computed once per layer.
+    "weight_change"}, with ``weight_change = |W - W0|_F / |W|_F``. The PTK covariance is computed once per layer.
 
     At initialisation W = W0, so the centred quantities are undefined; they are reported as NaN there."""
     check_choice("kind", kind, KINDS)
-    layers = range(max(1, model.n_layers - 1)) if layers is None else layers
+    _check_model(model)
+    layers = _check_layers(model, layers)
+    X = _as_input(model, X)
     rows = []
     for l in layers:
         W, W0 = _weights(model, l)
@@ -153,13 +214,17 @@ def feature_correlations(model, X, layers=None, *, kind: str = "cosine", batch_s
 
 class CorrelationTracker:
     """A training callback that records :func:`feature_correlations` at the points X, for
-    :func:`rfm.optim.train_full_batch` and :func:`rfm.nets.train` (both call ``callback(model, record)``).
+    :func:`rfm.nets.optim.train_full_batch` and :func:`rfm.nets.train` (both call ``callback(model, record)``).
 
     ``times`` holds the record's "step" (or "epoch"), ``rows[t]`` the per-layer dicts at that time; ``series(key,
     layer)`` is one quantity over training, e.g. ``tracker.series("c_nfc", 0)``. Never stops training."""
 
     def __init__(self, X, layers=None, *, kind: str = "cosine", batch_size: int | None = None):
         check_choice("kind", kind, KINDS)
+        check_matrix(X, "X")
+        if layers is not None:
+            for l in [layers] if isinstance(layers, numbers.Integral) else layers:
+                check_number("layer", l, low=0, integer=True)
         self.X, self.layers, self.kind, self.batch_size = X, layers, kind, batch_size
         self.times: list[int] = []
         self.rows: list[list[dict]] = []
@@ -171,6 +236,9 @@ class CorrelationTracker:
         return False
 
     def series(self, key: str, layer: int = 0) -> list[float]:
+        keys = ("uc_nfc", "c_nfc", "cu_ratio", "weight_change")
+        if key not in keys:
+            raise ValueError(f"key must be one of {list(keys)}, got {key!r}")
         out = []
         for rows in self.rows:
             match = [r[key] for r in rows if r["layer"] == layer]
@@ -184,7 +252,7 @@ def haar_orthogonal(d: int, generator=None, dtype=torch.float64) -> torch.Tensor
     """A uniformly random (Haar) d x d orthogonal matrix: QR of a Gaussian matrix with the signs of R's diagonal
     moved into Q (Mezzadri 2007)."""
     check_number("d", d, low=1, integer=True)
-    G = torch.randn(d, d, generator=make_generator(generator), dtype=dtype)
+    G = torch.randn(d, d, generator=make_generator(generator), dtype=resolve_dtype(dtype))
     Q, R = torch.linalg.qr(G)
     return Q * torch.sign(torch.sign(R.diagonal()) + 0.5)
 
@@ -192,7 +260,7 @@ def haar_orthogonal(d: int, generator=None, dtype=torch.float64) -> torch.Tensor
 def spectrum_matched(K: torch.Tensor, generator=None) -> torch.Tensor:
     """Q = O diag(eig(K)) O^T with O Haar-random: the same spectrum as K, eigenvectors independent of everything
     (the control of Figure 1 of the paper)."""
-    K = K.detach().to(torch.float64)
+    K = _check_square(K, "K", symmetric=True).detach().to(torch.float64)
     evals = torch.linalg.eigvalsh(0.5 * (K + K.T))
     O = haar_orthogonal(K.shape[0], generator).to(K.device)
     return (O * evals) @ O.T
@@ -202,8 +270,10 @@ def random_eigenvector_nfc(model, X, layer: int = 0, *, draws: int = 10, generat
                            K: torch.Tensor | None = None) -> list[float]:
     """rho(W^T W, W^T Q W) for ``draws`` spectrum-matched random Q (:func:`spectrum_matched`) in place of K_l."""
     check_number("draws", draws, low=1, integer=True)
+    check_choice("kind", kind, KINDS)
+    _check_layer(model, layer)
     W, _ = _weights(model, layer)
-    K = ptk_covariance(model, X, layer) if K is None else K
+    K = ptk_covariance(model, X, layer) if K is None else _ptk_matrix(K, W.shape[0])
     g = make_generator(generator)
     return [nfc(W, spectrum_matched(K, g), kind=kind) for _ in range(draws)]
 
@@ -215,7 +285,13 @@ def random_eigenvector_nfc(model, X, layer: int = 0, *, draws: int = 10, generat
 def _velocity_and_features(model, X, residual, layer):
     X = _as_input(model, X)
     J = ptk_features(model, X, layer).to(torch.float64)                # (n, c, k)
-    r = torch.as_tensor(residual).to(torch.float64).to(J.device).reshape(J.shape[0], -1)
+    r = _to_tensor(residual, "residual").detach().to(torch.float64).to(J.device)
+    if r.ndim not in (1, 2) or r.shape[0] != J.shape[0]:
+        raise ValueError(f"residual must have shape (n,) or (n, c) with n = {J.shape[0]} rows of X, got "
+                         f"{tuple(r.shape)}")
+    if not bool(torch.isfinite(r).all()):
+        raise ValueError("residual contains NaN or infinite values")
+    r = r.reshape(J.shape[0], -1)
     if r.shape[1] != J.shape[1]:
         raise ValueError(f"residual has {r.shape[1]} column(s) but the network has {J.shape[1]} output(s)")
     Xl = model.layer_input(X, layer).to(torch.float64)
@@ -223,7 +299,7 @@ def _velocity_and_features(model, X, residual, layer):
 
 
 def weight_velocity(model, X, residual, layer: int = 0) -> torch.Tensor:
-    """Wdot = sum_c J_c^T diag(r_c) X_l = -dL/dW_l for L = 1/2 sum_i |f(x_i) - y_i|^2 and residuals r = y - f
+    """Wdot = sum_c J_c^T diag(r_c) X_l = -dL/dW_l for ``L = 1/2 sum_i |f(x_i) - y_i|^2`` and residuals r = y - f
     (shape (n,) or (n, c)); float64, shape (k_{l+1}, k_l). With r = y it is the paper's L-dot = diag(y) at f = 0."""
     return _velocity_and_features(model, X, residual, layer)[0]
 
@@ -248,6 +324,7 @@ def quadratic_readout_gram(model) -> torch.Tensor:
 
     For the quadratic activation the PTK is K(x, z) = 4 x^T R z, so the second derivatives of Proposition 3 are
     4 C R C and 16 C R B R C with C = X^T diag(y) X and B = X^T X."""
+    _check_model(model)
     if model.n_layers != 2:
         raise ValueError(f"expected a one-hidden-layer network (2 layers), got {model.n_layers} layers")
     W = model.weight(0).detach().to(torch.float64)
@@ -264,8 +341,16 @@ def _ntr(M):
 
 def spectral_moments(R: torch.Tensor, orders=(1, 2, 3, 4)) -> list[float]:
     """Normalised traces tr[R^j] = (1/d) sum_i lambda_i^j of a symmetric matrix."""
-    evals = torch.linalg.eigvalsh(0.5 * (R + R.T).to(torch.float64))
-    return [float((evals ** j).mean()) for j in orders]
+    R = _check_square(R, "R", symmetric=True).detach().to(torch.float64)
+    if isinstance(orders, numbers.Real):
+        orders = [orders]
+    orders = [check_number("order", j) for j in orders]
+    evals = torch.linalg.eigvalsh(0.5 * (R + R.T))
+    out = [float((evals ** j).mean()) for j in orders]
+    bad = [j for j, m in zip(orders, out) if not math.isfinite(m)]
+    if bad:
+        raise ValueError(f"tr[R^j] is not finite for j = {bad}: a negative order needs R without zero eigenvalues")
+    return out
 
 
 def free_second_derivative_traces(A: torch.Tensor, B: torch.Tensor, moments) -> tuple[float, float, float]:
@@ -282,11 +367,15 @@ def free_second_derivative_traces(A: torch.Tensor, B: torch.Tensor, moments) -> 
     The last term of the paper's Eq. 26 reads tr[Ab]^2 tr[B^2] tr[R^2]^2, which is 0 since tr[Ab] = 0; expanding
     Eq. 25 with Eq. 11 gives b^2 m2^2 tr(Ab^2), used here. For R = I the three values are exactly tr(A^2 B),
     tr(A^2) and tr(ABAB); the unit tests also check them against averages over Haar-rotated R."""
-    A = A.to(torch.float64)
-    B = B.to(A)
-    if A.shape != B.shape or A.shape[0] != A.shape[1]:
+    A = _check_square(A, "A").detach().to(torch.float64)
+    B = _check_square(B, "B").detach().to(A)
+    if A.shape != B.shape:
         raise ValueError(f"A and B must be square matrices of the same shape, got {tuple(A.shape)}, {tuple(B.shape)}")
-    m1, m2, m3, m4 = [float(m) for m in moments]
+    moments = list(moments) if hasattr(moments, "__iter__") else moments
+    if not isinstance(moments, list) or len(moments) != 4:
+        raise ValueError(f"moments must be the four normalised traces [tr R, tr R^2, tr R^3, tr R^4] (see "
+                         f"spectral_moments), got {moments!r}")
+    m1, m2, m3, m4 = [float(check_number("moment", float(m))) for m in moments]
     d = A.shape[0]
     eye = torch.eye(d, dtype=A.dtype, device=A.device)
 
@@ -310,15 +399,23 @@ def free_second_derivative_correlation(A: torch.Tensor, B: torch.Tensor, moments
     tr(ARARBR) / sqrt(tr(ARAR) tr(ARBRARBR)) with the traces of :func:`free_second_derivative_traces`
     (Assumption 7 of the paper: the expectation is taken inside the ratio)."""
     num, den1, den2 = free_second_derivative_traces(A, B, moments)
+    if not den1 * den2 > 0:
+        raise ValueError(f"the predicted correlation is undefined: tr(ARAR) tr(ARBRARBR) = {den1 * den2:.3g} is not "
+                         "positive (are the moments those of a PSD R, and A, B not zero?)")
     return num / math.sqrt(den1 * den2)
 
 
 def data_matrices(X, y):
     """C = X^T diag(y) X, A = C^2 and B = X^T X (float64), the data side of the quadratic network's prediction."""
     X = check_matrix(X, "X", dtype=torch.float64)
-    y = torch.as_tensor(y).to(X).reshape(-1)
+    y = _to_tensor(y, "y").detach()
+    if not (y.ndim == 1 or (y.ndim == 2 and y.shape[1] == 1)):
+        raise ValueError(f"y must be a vector of labels (n,), one per row of X, got shape {tuple(y.shape)}")
+    y = y.to(X).reshape(-1)
     if y.shape[0] != X.shape[0]:
         raise ValueError(f"y has {y.shape[0]} entries but X has {X.shape[0]} rows")
+    if not bool(torch.isfinite(y).all()):
+        raise ValueError("y contains NaN or infinite values")
     C = X.T @ (y[:, None] * X)
     return C, C @ C, X.T @ X
 
@@ -355,6 +452,7 @@ def alignment_reversing_data(n: int, d: int, balance: float, *, eps1: float = 0.
     check_number("balance", balance, low=0, low_inclusive=False, high=1)
     check_number("eps1", eps1, low=0, low_inclusive=False)
     check_number("eps2", eps2, low=0)
+    check_number("label_shift", label_shift)
     if rcond is not None:
         check_number("rcond", rcond, low=0, low_inclusive=False, high=1)
     g = make_generator(generator)
