@@ -222,7 +222,8 @@ class _BaseRFM(BaseEstimator):
         res = run.solver.solve(run.kernel, Xt, run.Y, self.reg, pairs=run.pairs, mem_bytes=run.mem)
         machine = KernelMachine(run.kernel, run.X, res.alpha, fm, mem_bytes=run.mem, _transformed=Xt)
         train_pred = res.train_pred if res.train_pred is not None else machine.predict(run.X, pairs=run.pairs)
-        record = {"iteration": t, "solver": res.method, **self._metrics(run.Y, train_pred, "train", run.fitted)}
+        record = {"iteration": t, "solver": res.method, **(res.info or {}),
+                  **self._metrics(run.Y, train_pred, "train", run.fitted)}
         if run.val is not None:
             X_val, Y_val, val_pairs = run.val
             record.update(self._metrics(Y_val, machine.predict(X_val, pairs=val_pairs).detach(), "val", run.fitted))

@@ -120,6 +120,7 @@ class SolveResult(NamedTuple):
     alpha: torch.Tensor
     method: str
     train_pred: torch.Tensor | None
+    info: dict | None = None  # extra numbers for the history (iterations, residual, ...)
 
 
 class DirectSolver:
