@@ -24,6 +24,7 @@ from .core.feature_matrix import FeatureMatrix, as_feature_matrix, feature_matri
 from .core.kernels import (GaussianKernel, Kernel, LaplaceKernel, PolynomialKernel, QuadraticKernel, get_kernel,
                            kernel_matrix)
 from .core.machine import KernelMachine, kernel_agop, kernel_gradients
+from .core.cg import AutoSolver, CGSolver
 from .core.solvers import DirectSolver, get_solver, solve_krr
 from .estimators import RFMClassifier, RFMRegressor
 from .metrics import accuracy, matrix_correlation, mse, r2_score, subspace_overlap, top_eigenspace_overlap
@@ -33,7 +34,7 @@ from . import core, data, estimators, metrics, nets, utils  # noqa: E402
 __version__ = "0.1.0"
 
 __all__ = [
-    "AGOPAccumulator", "DegenerateAGOPError", "DirectSolver", "FeatureMatrix", "GaussianKernel", "Kernel",
+    "AGOPAccumulator", "AutoSolver", "CGSolver", "DegenerateAGOPError", "DirectSolver", "FeatureMatrix", "GaussianKernel", "Kernel",
     "KernelMachine", "LaplaceKernel", "PolynomialKernel", "QuadraticKernel", "RFMClassifier", "RFMRegressor",
     "accuracy", "agop", "as_feature_matrix", "feature_matrix_from_agop", "feature_update", "get_device",
     "get_kernel", "get_solver", "jacobians", "kernel_agop", "kernel_gradients", "kernel_matrix", "make_generator",

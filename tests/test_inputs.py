@@ -175,7 +175,7 @@ def test_bandwidth_grid_search_changes_the_kernel():
     (dict(rank=9), r"rank must be <= 4"),
     (dict(max_agop_points=0), r"max_agop_points must be >= 1"),
     (dict(callback="print"), r"callback must be callable"),
-    (dict(solver="cg"), r"unknown solver 'cg'; known solvers"),
+    (dict(solver="conjugate"), r"unknown solver 'conjugate'; known solvers"),
     (dict(solver=3), r"solver must be a name"),
     (dict(random_state=-1), r"random_state must be >= 0"),
     (dict(random_state="seed"), r"random_state must be None, an int"),

@@ -5,6 +5,7 @@
 * :mod:`~rfm.core.machine`        -- :class:`~rfm.core.machine.KernelMachine`: predictions, input gradients and the closed-form AGOP
 * :mod:`~rfm.core.agop`           -- the AGOP of any torch function (autograd), its accumulator
 * :mod:`~rfm.core.solvers`        -- kernel ridge regression: the solve as a strategy (``solver="auto"``, ...)
+* :mod:`~rfm.core.cg`             -- preconditioned conjugate gradients (RPCholesky preconditioner), ``solver="auto"``
 * :mod:`~rfm.core.coincident`     -- which evaluation points are centres (exact row comparison)
 * :mod:`~rfm.core.blocks`         -- the memory policy: rows per block of kernel values
 

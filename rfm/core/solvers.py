@@ -147,19 +147,32 @@ class DirectSolver:
         return f"DirectSolver(method={self.method!r})"
 
 
+def _cg():
+    from .cg import CGSolver
+    return CGSolver()
+
+
+def _auto():
+    from .cg import AutoSolver
+    return AutoSolver()
+
+
 SOLVERS = {
-    "auto": lambda: DirectSolver("cholesky"),
+    "auto": _auto,
     "cholesky": lambda: DirectSolver("cholesky"),
     "lu": lambda: DirectSolver("lu"),
     "lstsq": lambda: DirectSolver("lstsq"),
+    "cg": _cg,
 }
 
 
 def get_solver(solver="auto"):
     """A solver from its name or an object with a ``solve(kernel, Xt, Y, reg, *, pairs, mem_bytes)`` method.
 
-    ``"auto"`` is the exact Cholesky solve (with its fallbacks); ``"cholesky"``, ``"lu"`` and ``"lstsq"`` start
-    from that method."""
+    ``"auto"`` (:class:`rfm.core.cg.AutoSolver`) is the exact Cholesky solve for small problems and
+    preconditioned conjugate gradients above a crossover size; ``"cholesky"``, ``"lu"`` and ``"lstsq"`` are exact
+    solves starting from that method; ``"cg"`` is :class:`rfm.core.cg.CGSolver` with its defaults (pass a
+    ``CGSolver(tol=..., rank=...)`` object for other settings)."""
     if isinstance(solver, str):
         if solver not in SOLVERS:
             raise ValueError(f"unknown solver {solver!r}; known solvers: {sorted(SOLVERS)}, or an object with a "

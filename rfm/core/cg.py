@@ -1,0 +1,420 @@
+r"""Preconditioned conjugate gradients for kernel ridge regression, without factoring K.
+
+Solves (K + reg I) alpha = Y for all columns of Y at once (one kernel pass serves every output), with
+
+* :class:`KernelOperator` -- K(X~, X~) as an operator: a stored matrix when it fits the memory budget, else blocks
+  computed on the fly (:func:`rfm.core.kernels.kernel_blocks`, the one place kernel values are made); its columns
+  and diagonal for the preconditioner;
+* :func:`rpcholesky` -- a rank-k Nystrom factor F (K ~ F F^T) by block randomly pivoted Cholesky (Chen, Epperly,
+  Tropp & Webber, 2023; pivots drawn in proportion to the residual diagonal);
+* :class:`NystromPreconditioner` -- P = F F^T + reg I, applied in the orthonormal form
+  P^{-1} v = v / reg + U ((S^2 + reg)^{-1} - 1/reg) U^T v with F = U S V^T (thin SVD in float64): the Woodbury form
+  (v - F (reg I + F^T F)^{-1} F^T v) / reg diverges in float32;
+* :func:`pcg` -- block-diagonal PCG (each column its own step sizes, one matmul for all), stopping on the *true*
+  relative residual ``|Y - (K + reg I) alpha|_F / |Y|_F``, with mixed-precision iterative refinement: K's products
+  in the working dtype, the true residual with float64 accumulation.
+
+:class:`CGSolver` packages them as a solver strategy for the estimators (``solver="cg"``; ``solver="auto"`` picks
+it above a measured size). An inexact solve does not give the training predictions for free: they are
+f(X) = K alpha = Y - reg alpha - R with R the final true residual.
+"""
+from __future__ import annotations
+
+import math
+import warnings
+from typing import NamedTuple
+
+import torch
+
+from .._checks import check_number
+from ..utils import make_generator
+from .blocks import iter_blocks, resolve_mem_bytes
+from .coincident import block_pairs
+from .kernels import Kernel, kernel_blocks, kernel_matrix, pairwise_
+from .solvers import SolveResult, solve_krr
+
+
+def available_memory(device) -> int:
+    """Bytes that can still be allocated: free GPU memory, or MemAvailable of /proc/meminfo on a CPU (4 GiB when
+    it cannot be read)."""
+    device = torch.device(device)
+    if device.type == "cuda":
+        return int(torch.cuda.mem_get_info(device)[0])
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 4 * 2**30
+
+
+class KernelOperator:
+    """K = K(X~, X~) as a linear operator, for transformed points ``Xt`` (n, r).
+
+    Parameters
+    ----------
+    kernel : Kernel
+    Xt : torch.Tensor, shape (n, r)
+        Transformed training points x~ = L^T x.
+    pairs : tuple of index tensors, optional
+        Coincident pairs of the training points (the diagonal and duplicated rows): their distance is exactly 0.
+    mem_bytes : int, optional
+        Working-memory budget for one block of kernel values.
+    store : bool or None, default None
+        Keep K in memory (one n x n matrix) or recompute blocks at every product; None stores K when it fits in
+        ``store_bytes``.
+    store_bytes : int, optional
+        Memory allowed for a stored K (default: half the available memory of the device).
+    """
+
+    def __init__(self, kernel: Kernel, Xt: torch.Tensor, *, pairs=None, mem_bytes=None, store=None,
+                 store_bytes=None):
+        self.kernel, self.Xt, self.pairs, self.mem_bytes = kernel, Xt, pairs, mem_bytes
+        n = Xt.shape[0]
+        if pairs is None and kernel.radial:
+            diag = torch.arange(n, device=Xt.device)
+            self.pairs = (diag, diag)
+        if store is None:
+            if store_bytes is None:
+                store_bytes = available_memory(Xt.device) // 2
+            store = n * n * Xt.element_size() <= store_bytes
+        self.K = kernel_matrix(kernel, Xt, transformed=True, pairs=self.pairs, mem_bytes=mem_bytes) if store else None
+        self.n_matmuls = 0
+
+    @property
+    def shape(self):
+        return (self.Xt.shape[0], self.Xt.shape[0])
+
+    @property
+    def stored(self) -> bool:
+        return self.K is not None
+
+    def matmul(self, V: torch.Tensor) -> torch.Tensor:
+        """K @ V for V of shape (n, c)."""
+        self.n_matmuls += 1
+        if self.K is not None:
+            return self.K @ V
+        out = torch.empty(self.Xt.shape[0], V.shape[1], dtype=V.dtype, device=V.device)
+        for sl, block in kernel_blocks(self.kernel, self.Xt, self.Xt, pairs=self.pairs, mem_bytes=self.mem_bytes,
+                                       extra_cols=V.shape[1]):
+            torch.mm(block, V, out=out[sl])
+        return out
+
+    def matmul_accurate(self, V: torch.Tensor) -> torch.Tensor:
+        """K @ V with float64 accumulation (the same K entries as :meth:`matmul`), returned in float64."""
+        V64 = V.to(torch.float64)
+        if self.Xt.dtype == torch.float64:
+            return self.matmul(V64)
+        self.n_matmuls += 1
+        out = torch.empty(self.Xt.shape[0], V.shape[1], dtype=torch.float64, device=V.device)
+        if self.K is not None:
+            rows = max(1, (64 * 2**20) // (8 * self.Xt.shape[0]))
+            for sl in iter_blocks(self.Xt.shape[0], rows):
+                torch.mm(self.K[sl].to(torch.float64), V64, out=out[sl])
+            return out
+        for sl, block in kernel_blocks(self.kernel, self.Xt, self.Xt, pairs=self.pairs, mem_bytes=self.mem_bytes,
+                                       extra_cols=2 * self.Xt.shape[0]):
+            torch.mm(block.to(torch.float64), V64, out=out[sl])
+        return out
+
+    def columns(self, idx: torch.Tensor) -> torch.Tensor:
+        """K[:, idx], shape (n, len(idx))."""
+        if self.K is not None:
+            return self.K[:, idx]
+        # rows of the columns' points against all points: K[idx, :]^T, with exact zeros where idx meets a duplicate
+        idx = idx.to(self.Xt.device)
+        pairs = None
+        if self.pairs is not None:
+            rows, cols = self.pairs
+            pos = torch.full((self.Xt.shape[0],), -1, dtype=torch.long, device=rows.device)
+            pos[idx] = torch.arange(idx.shape[0], device=rows.device)
+            keep = pos[rows] >= 0
+            r, c = pos[rows][keep], cols[keep]
+            order = torch.argsort(r, stable=True)
+            pairs = (r[order], c[order])
+        B = pairwise_(self.kernel, self.Xt[idx], self.Xt, pairs=pairs)
+        return self.kernel.values_(B).T
+
+    def diagonal(self) -> torch.Tensor:
+        """diag(K): k(x, x), 1 for the Laplace and Gaussian kernels."""
+        Xt = self.Xt
+        if self.kernel.radial:
+            return self.kernel.values_(torch.zeros(Xt.shape[0], 1, dtype=Xt.dtype, device=Xt.device))[:, 0]
+        return self.kernel.values_(Xt.square().sum(1, keepdim=True))[:, 0]
+
+
+def rpcholesky(op: KernelOperator, rank: int, *, block: int = 100, generator=None, dtype=torch.float64):
+    """Rank-``rank`` Nystrom factor F (n, k) with K ~ F F^T by block randomly pivoted Cholesky.
+
+    Each round draws ``block`` pivots without replacement with probability proportional to the residual diagonal
+    diag(K - F F^T), adds the block's Cholesky columns, and updates the diagonal. Columns whose pivot has vanished
+    (numerically dependent) are dropped, so k may come out smaller than ``rank``. Returns ``(F, pivots)``.
+    At ``rank = n`` the factor reproduces K (to round-off)."""
+    n = op.shape[0]
+    rank = int(check_number("rank", rank, low=1, high=n, integer=True))
+    g = make_generator(0 if generator is None else generator)
+    dev = op.Xt.device
+    F = torch.zeros(n, rank, dtype=dtype, device=dev)
+    d = op.diagonal().to(dtype).clone()
+    scale = float(d.max()) if n else 1.0
+    k, pivots = 0, []
+    while k < rank:
+        b = min(block, rank - k)
+        weights = d.clamp_min(0).cpu()
+        if not float(weights.sum()) > 1e-14 * scale * n:
+            break  # the residual is numerically zero: K has rank k
+        avail = int((weights > 0).sum())
+        S = torch.multinomial(weights, min(b, avail), replacement=False, generator=g).to(dev)
+        G = op.columns(S).to(dtype) - F[:, :k] @ F[S, :k].T  # residual columns (n, b)
+        H = G[S]
+        H = 0.5 * (H + H.T)
+        evals, evecs = torch.linalg.eigh(H)
+        keep = evals > 1e-12 * max(float(evals.max()), 1e-300) * len(S)
+        if not bool(keep.any()):
+            break
+        # F_new = G H^{-1/2} restricted to the well-conditioned part of H (a robust block Cholesky)
+        W = evecs[:, keep] / evals[keep].sqrt()
+        Fn = G @ W
+        m = min(Fn.shape[1], rank - k)
+        F[:, k:k + m] = Fn[:, :m]
+        d -= Fn[:, :m].square().sum(1)
+        d.clamp_min_(0)
+        d[S] = 0
+        pivots.append(S)
+        k += m
+    return F[:, :k], (torch.cat(pivots) if pivots else torch.empty(0, dtype=torch.long, device=dev))
+
+
+class NystromPreconditioner:
+    """P = F F^T + reg I, applied as P^{-1} v = v / reg + U ((S^2 + reg)^{-1} - 1 / reg) U^T v (F = U S V^T).
+
+    The SVD is computed and applied in float64: with the kernel's largest eigenvalues near n and reg = 1e-3, the
+    correction U diag(coef) U^T cancels 1/reg to within reg / S^2 ~ 1e-7, below float32 round-off, so a float32 U
+    makes P^{-1} indefinite (CG then diverges)."""
+
+    def __init__(self, F: torch.Tensor, reg: float):
+        if not reg > 0:
+            raise ValueError("the Nystrom preconditioner needs reg > 0 (P = F F^T + reg I must be invertible)")
+        F = F.to(torch.float64)
+        # thin SVD through the k x k Gram matrix (2 n k^2 flops instead of a full SVD); directions whose singular
+        # value is below sqrt(reg) * 1e-4 change P by less than 1e-8 relative and are dropped
+        evals, V = torch.linalg.eigh(F.T @ F)
+        keep = evals > 1e-8 * reg
+        S2, V = evals[keep], V[:, keep]
+        self.U = (F @ V) / S2.sqrt()
+        self.reg = float(reg)
+        self.coef = (S2 + reg).reciprocal() - 1.0 / reg
+        self.rank = int(keep.sum())
+
+    def apply(self, R: torch.Tensor) -> torch.Tensor:
+        R64 = R.to(torch.float64)
+        return (R64 / self.reg + self.U @ (self.coef[:, None] * (self.U.T @ R64))).to(R.dtype)
+
+
+class CGInfo(NamedTuple):
+    """How a PCG solve went: iterations, the final true relative residual, whether it met the tolerance, the
+    final true residual R = Y - (K + reg I) alpha, and the history of relative residuals (one per iteration)."""
+
+    iterations: int
+    relres: float
+    converged: bool
+    residual: torch.Tensor
+    history: list
+
+
+def pcg(op: KernelOperator, Y: torch.Tensor, reg: float, *, precond=None, tol: float = 1e-3,
+        maxiter: int = 500, x0=None):
+    """Solve (K + reg I) alpha = Y by preconditioned conjugate gradients, all columns at once.
+
+    Stops when the true relative residual ``|Y - (K + reg I) alpha|_F / |Y|_F`` is at most ``tol``. CG runs with K's
+    products in its own dtype and its vectors in float64; the true residual is recomputed with float64
+    accumulation (:meth:`KernelOperator.matmul_accurate`) after each inner CG run, and CG restarts on it (mixed-
+    precision iterative refinement). In float32 a plain CG stalls near a relative residual of a few 1e-3 and then
+    diverges, because a float32 product K p is accurate to ``eps |K| |p|``, not to ``eps |K p|``, once p lies in the
+    small-eigenvalue directions; each refinement step gains what the inner run reached before it stalled.
+
+    Returns ``(alpha, CGInfo)``; a solve that does not converge within ``maxiter`` CG iterations in all returns its
+    best iterate with ``converged=False`` (the caller decides whether to warn)."""
+    check_number("tol", tol, low=0, low_inclusive=False)
+    check_number("maxiter", maxiter, low=1, integer=True)
+    Y2 = (Y if Y.ndim == 2 else Y[:, None]).to(torch.float64)
+    work = op.Xt.dtype
+
+    def fast(V):  # products in the kernel's dtype, vectors in float64
+        return op.matmul(V.to(work)).to(torch.float64).add_(V, alpha=reg)
+
+    def true_residual(V):
+        return Y2 - op.matmul_accurate(V).add_(V, alpha=reg)
+
+    ynorm = float(Y2.norm()) or 1.0
+    X = torch.zeros_like(Y2) if x0 is None else (x0 if x0.ndim == 2 else x0[:, None]).to(torch.float64).clone()
+    R = true_residual(X) if x0 is not None else Y2.clone()
+    relres = float(R.norm()) / ynorm
+    history, its = [relres], 0
+    for _ in range(20):  # refinement steps; each one restarts CG on the true residual
+        if relres <= tol or its >= maxiter or not math.isfinite(relres):
+            break
+        inner_tol = max(0.5 * tol * ynorm / float(R.norm()), 1e-8)
+        D, used, inner = _cg_run(fast, R, precond, inner_tol, maxiter - its)
+        its += used
+        X.add_(D)
+        R = true_residual(X)
+        new = float(R.norm()) / ynorm
+        history += [h * relres for h in inner[1:]]
+        history[-1] = new
+        if new >= relres:  # no progress at all: stop rather than loop
+            relres = new
+            break
+        relres = new
+    return _shaped(X, Y), CGInfo(its, relres, relres <= tol, R.to(Y.dtype), history)
+
+
+def _cg_run(A, B, precond, tol, maxiter):
+    """Plain PCG for A D = B from D = 0 with per-column step sizes, stopped at relative residual ``tol`` (by the
+    recursive residual), after ``maxiter`` iterations, or when it stalls (no new minimum for 15 iterations) or
+    diverges (ten times its minimum). Returns the best iterate, the iterations used and the relative residuals."""
+    bnorm = float(B.norm()) or 1.0
+    D = torch.zeros_like(B)
+    R = B.clone()
+    Z = R if precond is None else precond.apply(R)
+    P = Z.clone()
+    rz = (R * Z).sum(0)
+    best, best_res, best_it = D.clone(), 1.0, 0
+    history = [1.0]
+    it = 0
+    for it in range(1, maxiter + 1):
+        AP = A(P)
+        pap = (P * AP).sum(0)
+        tiny = torch.finfo(pap.dtype).tiny
+        step = torch.where(pap > 0, rz / pap.clamp_min(tiny), torch.zeros_like(pap))
+        D.add_(P * step)
+        R.sub_(AP * step)
+        res = float(R.norm()) / bnorm
+        history.append(res)
+        if res < best_res:
+            best, best_res, best_it = D.clone(), res, it
+        if res <= tol or not math.isfinite(res) or res > 10 * best_res or it - best_it >= 15:
+            break
+        Z = R if precond is None else precond.apply(R)
+        rz_new = (R * Z).sum(0)
+        beta = torch.where(rz > 0, rz_new / rz.clamp_min(tiny), torch.zeros_like(rz))
+        P = Z + P * beta
+        rz = rz_new
+    return best, it, history
+
+
+def _shaped(X, Y):
+    X = X.to(Y.dtype)
+    return X if Y.ndim == 2 else X[:, 0]
+
+
+def default_rank(n: int) -> int:
+    """The preconditioner rank used when none is given: n/10, at least 100 and at most 2,000 (a CPU-sized
+    default from the iteration counts in ``shared/research/solvers_at_scale.md``: about 7 (n/k)^0.6 steps)."""
+    return int(min(n, max(100, min(2000, n // 10))))
+
+
+class CGSolver:
+    """Kernel ridge regression by preconditioned CG, as a solver strategy for the estimators (``solver="cg"``).
+
+    Parameters
+    ----------
+    tol : float, default 1e-3
+        Relative residual to reach. 1e-3 kept the RFM loop's test MSE within 0.05 % of the exact solve in the
+        research prototype (``shared/research/solvers_at_scale.md``, section 2.4).
+    rank : int or None, default None
+        Rank of the RPCholesky preconditioner (None: :func:`default_rank`; 0: no preconditioner).
+    maxiter : int, default 500
+        CG iteration budget; not converging within it is a ``RuntimeWarning`` (the residual is recorded).
+    store : bool or None, default None
+        Store K when it fits in memory (None), always (True) or never (False: blocks on the fly).
+    block : int, default 100
+        Pivots drawn per RPCholesky round.
+    seed : int, default 0
+        Seed of the pivot draws.
+    """
+
+    def __init__(self, tol=1e-3, rank=None, maxiter=500, store=None, block=100, seed=0):
+        self.tol, self.rank, self.maxiter, self.store = tol, rank, maxiter, store
+        self.block, self.seed = block, seed
+        check_number("tol", tol, low=0, low_inclusive=False)
+        if rank is not None:
+            check_number("rank", rank, low=0, integer=True)
+        check_number("maxiter", maxiter, low=1, integer=True)
+        self.last_info = None
+
+    def solve(self, kernel, Xt, Y, reg, *, pairs=None, mem_bytes=None) -> SolveResult:
+        n = Xt.shape[0]
+        if not reg > 0:
+            raise ValueError("solver='cg' needs reg > 0 (with reg = 0 the system may be singular); use "
+                             "solver='cholesky' for interpolation")
+        op = KernelOperator(kernel, Xt, pairs=pairs, mem_bytes=mem_bytes, store=self.store)
+        rank = default_rank(n) if self.rank is None else min(int(self.rank), n)
+        precond = None
+        if rank > 0:
+            F, _ = rpcholesky(op, rank, block=self.block, generator=self.seed)
+            precond = NystromPreconditioner(F, reg) if F.shape[1] else None
+        alpha, info = pcg(op, Y, reg, precond=precond, tol=self.tol, maxiter=self.maxiter)
+        self.last_info = info
+        record = {"cg_iters": info.iterations, "cg_relres": info.relres,
+                  "precond_rank": 0 if precond is None else precond.rank, "K_stored": op.stored}
+        if not info.converged:
+            what = (f"CG did not reach the relative residual {self.tol:g} in {info.iterations} iterations (reached "
+                    f"{info.relres:.3g}; n={n}, reg={reg:g}, preconditioner rank {rank})")
+            if op.stored:  # the exact solve is at hand: use it rather than a bad iterate
+                warnings.warn(f"{what}; falling back to a Cholesky solve of the stored K. Raise maxiter or the "
+                              "preconditioner rank to stay iterative.", RuntimeWarning, stacklevel=3)
+                alpha, method = solve_krr(op.K, Y, reg, overwrite=True, check_symmetric=False)
+                return SolveResult(alpha, f"cg->{method}", None if method == "lstsq" else Y - reg * alpha,
+                                   info=record)
+            warnings.warn(f"{what}. The solution is inexact (its residual is in the history); raise maxiter or the "
+                          "preconditioner rank.", RuntimeWarning, stacklevel=3)
+        R = info.residual if Y.ndim == 2 else info.residual[:, 0]
+        return SolveResult(alpha, "cg", Y - reg * alpha - R, info=record)
+
+    def __repr__(self):
+        return f"CGSolver(tol={self.tol!r}, rank={self.rank!r}, maxiter={self.maxiter!r})"
+
+
+#: Training-set sizes above which ``solver="auto"`` uses CG instead of Cholesky. CPU: measured with
+#: benchmarks/bench_xrfm.py on the project's 2-core machine (see benchmarks/README.md). CUDA: an estimate from the
+#: flop rates in shared/research/solvers_at_scale.md, not measured (no GPU was lent to the session that set it).
+AUTO_CROSSOVER = {"cpu": 3000, "cuda": 20000}
+
+
+class AutoSolver:
+    """Cholesky for small problems, preconditioned CG above a crossover size (``AUTO_CROSSOVER``), and CG
+    whenever K + reg I would not fit in memory for a factorisation. ``solver="auto"`` in the estimators.
+
+    Parameters
+    ----------
+    crossover : int or None, default None
+        The size above which CG is used (None: ``AUTO_CROSSOVER`` for the device).
+    tol : float, default 1e-3
+        CG's relative residual (see :class:`CGSolver`).
+    """
+
+    def __init__(self, crossover=None, tol=1e-3):
+        if crossover is not None:
+            check_number("crossover", crossover, low=0, integer=True)
+        self.crossover, self.tol = crossover, tol
+
+    def choose(self, n: int, reg: float, device, itemsize: int = 4) -> str:
+        """"cholesky" or "cg" for a problem of n points."""
+        if not reg > 0:
+            return "cholesky"  # CG needs reg > 0; interpolation is an exact solve
+        dev = torch.device(device).type
+        limit = AUTO_CROSSOVER.get(dev, AUTO_CROSSOVER["cpu"]) if self.crossover is None else self.crossover
+        fits = 2 * n * n * itemsize <= available_memory(device)
+        return "cholesky" if n <= limit and fits else "cg"
+
+    def solve(self, kernel, Xt, Y, reg, *, pairs=None, mem_bytes=None) -> SolveResult:
+        from .solvers import DirectSolver
+        which = self.choose(Xt.shape[0], reg, Xt.device, Xt.element_size())
+        solver = DirectSolver("cholesky") if which == "cholesky" else CGSolver(tol=self.tol)
+        return solver.solve(kernel, Xt, Y, reg, pairs=pairs, mem_bytes=mem_bytes)
+
+    def __repr__(self):
+        return f"AutoSolver(crossover={self.crossover!r}, tol={self.tol!r})"
