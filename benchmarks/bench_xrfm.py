@@ -37,10 +37,15 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 
 MODELS = {
-    "rfm": "rfm.RFMRegressor",
-    "xrfm": "xrfm RFM (solve)",
-    "xrfm-chol": "xrfm RFM (cholesky)",
+    "rfm": "rfm (solver=auto)",
+    "rfm-chol": "rfm (cholesky)",
+    "rfm-cg": "rfm (cg)",
+    "xrfm": "xrfm leaf (solve)",
+    "xrfm-chol": "xrfm leaf (cholesky)",
+    "xrfm-tree": "xrfm tree (xRFM)",
 }
+EXACT = ("rfm-chol", "xrfm", "xrfm-chol")  # factor an n x n matrix: skipped above --exact-max
+DEFAULT_MODELS = ["rfm", "rfm-chol", "rfm-cg", "xrfm", "xrfm-chol"]
 PHASES = ("kernel build", "solve", "AGOP", "M update", "val predict", "row ids", "other")
 
 
@@ -60,14 +65,29 @@ def make_data(n, n_val, n_test, d, seed, device):
 
 def make_fit(model, cfg, device):
     """A function fit(X, y, X_val, y_val) -> fitted estimator, for one model with the shared settings."""
-    if model == "rfm":
+    if model.startswith("rfm"):
         from rfm import RFMRegressor
+
+        solver = {"rfm": "auto", "rfm-chol": "cholesky", "rfm-cg": "cg"}[model]
 
         def fit(X, y, Xv, yv):
             return RFMRegressor(kernel="laplace", bandwidth=cfg["bandwidth"], exponent=1.0, reg=cfg["reg"],
                                 iters=cfg["iters"], agop_power=1.0, normalize="max", centre=False, diag=False,
-                                max_agop_points=cfg["agop_points"], device=device, dtype="float32",
+                                max_agop_points=cfg["agop_points"], solver=solver, device=device, dtype="float32",
                                 random_state=0).fit(X, y, Xv, yv)
+        return fit
+
+    if model == "xrfm-tree":
+        from xrfm import xRFM
+
+        def fit(X, y, Xv, yv):
+            params = {"model": {"kernel": "laplace", "bandwidth": cfg["bandwidth"], "exponent": 1.0, "diag": False,
+                                "bandwidth_mode": "constant"},
+                      "fit": {"reg": cfg["reg"], "iters": cfg["iters"], "return_best_params": True,
+                              "early_stop_rfm": False, "total_points_to_sample": cfg["agop_points"]}}
+            m = xRFM(rfm_params=params, max_leaf_size=cfg["leaf_size"], device=device, tuning_metric="mse",
+                     verbose=False, random_state=0)
+            return m.fit(X, y[:, None], Xv, yv[:, None])
         return fit
 
     from xrfm.rfm_src.recursive_feature_machine import RFM
@@ -87,13 +107,16 @@ def make_fit(model, cfg, device):
 
 
 def predict(model, est, X):
-    out = est.predict(X)
-    return out if model == "rfm" else out[:, 0]
+    import torch
+    out = torch.as_tensor(est.predict(X))
+    return out if model.startswith("rfm") else out.reshape(-1)
 
 
 def best_iter(model, est, iters):
-    if model == "rfm":
+    if model.startswith("rfm"):
         return est.best_iter_
+    if model == "xrfm-tree":
+        return "-"
     # xrfm 0.4.5 sets best_iter = None when the final solve is the best one (it passes iters=None there)
     return iters if est.best_iter is None else est.best_iter
 
@@ -149,7 +172,8 @@ class PhaseTimer:
 
 
 def instrument(model, timer):
-    if model == "rfm":
+    if model.startswith("rfm"):
+        import rfm.core.cg
         import rfm.core.coincident
         import rfm.core.feature_matrix
         import rfm.core.machine
@@ -157,6 +181,7 @@ def instrument(model, timer):
         import rfm.estimators
         timer.wrap(rfm.core.solvers, "kernel_matrix", "kernel build")
         timer.wrap(rfm.core.solvers, "solve_krr", "solve")
+        timer.wrap(rfm.core.cg.CGSolver, "solve", "solve")
         timer.wrap(rfm.core.machine, "transformed_agop", "AGOP")
         timer.wrap(rfm.estimators, "feature_matrix_from_agop", "M update")  # one eigh gives M and its factor
         timer.wrap(rfm.core.machine.KernelMachine, "predict", "val predict", absorb=True)
@@ -175,12 +200,14 @@ def worker(args):
 
     torch.set_num_threads(args.threads)
     device = torch.device(args.device)
-    cfg = {"bandwidth": args.bandwidth, "reg": args.reg, "iters": args.iters, "agop_points": args.agop_points}
+    cfg = {"bandwidth": args.bandwidth, "reg": args.reg, "iters": args.iters, "agop_points": args.agop_points,
+           "leaf_size": args.leaf_size}
     (X, y), (Xv, yv), (Xt, yt) = make_data(args.n, args.n_val, args.n_test, args.d, args.seed, device)
     fit = make_fit(args.model, cfg, device)
 
-    nw = min(args.n, 500)  # warm-up: the same code path on a small slice (threads, allocator, first-call costs)
-    fit(X[:nw], y[:nw], Xv, yv)
+    nw = min(args.n, 500) if not args.no_warmup else 0  # warm-up: the same code path on a small slice (threads, allocator, first-call costs)
+    if nw:
+        fit(X[:nw], y[:nw], Xv, yv)
     sync(device)
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats()
@@ -202,6 +229,9 @@ def worker(args):
     r2 = 1.0 - mse / float((yt - yt.mean()).square().mean())
     out = {"model": args.model, "n": args.n, "time_s": wall, "cpu_s": cpu, "test_mse": mse, "test_r2": r2,
            "best_iter": best_iter(args.model, est, args.iters), "peak_mem_mb": peak, "peak_mem_kind": kind}
+    if args.model.startswith("rfm"):
+        out["solvers"] = [r["solver"] for r in est.history_]
+        out["cg_iters"] = [r.get("cg_iters") for r in est.history_]
 
     if args.profile:
         timer = PhaseTimer(device)
@@ -224,10 +254,13 @@ def worker(args):
 
 def run_worker(args, model, n, profile):
     cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", model, "--n", str(n)]
-    for key in ("d", "n_val", "n_test", "threads", "device", "seed", "bandwidth", "reg", "iters", "agop_points"):
+    for key in ("d", "n_val", "n_test", "threads", "device", "seed", "bandwidth", "reg", "iters", "agop_points",
+                "leaf_size"):
         cmd += [f"--{key.replace('_', '-')}", str(getattr(args, key))]
     if profile:
         cmd.append("--profile")
+    if args.no_warmup:
+        cmd.append("--no-warmup")
     env = dict(os.environ, OMP_NUM_THREADS=str(args.threads), MKL_NUM_THREADS=str(args.threads),
                PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT)
@@ -270,19 +303,47 @@ def _cpu_name():
 
 def table(results, models, sizes):
     by = {(r["model"], r["n"]): r for r in results}
-    head = ["n", "model", "fit s: best (median)", "cpu s", "test MSE", "test R^2", "best iter", "peak MB",
-            "xRFM fit s / ours"]
+    head = ["n", "model", "solves (CG iterations)", "fit s: best (median)", "cpu s", "test MSE", "test R^2",
+            "best iter", "peak MB", "fit s / rfm (auto)"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for n in sizes:
-        ours = by[("rfm", n)]["best_s"]
+        ours = by[("rfm", n)]["best_s"] if ("rfm", n) in by else None
         for m in models:
+            if (m, n) not in by:
+                continue
             r = by[(m, n)]
-            ratio = "" if m == "rfm" else f"{r['best_s'] / ours:.2f}x"
+            ratio = "" if m == "rfm" or ours is None else f"{r['best_s'] / ours:.2f}x"
             lines.append("| " + " | ".join([
-                str(n), MODELS[m], f"{r['best_s']:.2f} ({r['median_s']:.2f})", f"{r['best_cpu_s']:.1f}",
+                str(n), MODELS[m], _solves(r), f"{r['best_s']:.2f} ({r['median_s']:.2f})", f"{r['best_cpu_s']:.1f}",
                 f"{r['test_mse']:.4f}", f"{r['test_r2']:.3f}", str(r["best_iter"]), f"{r['peak_mem_mb']:.0f}",
                 ratio]) + " |")
     return "\n".join(lines)
+
+
+def _solves(r):
+    if "solvers" not in r:
+        return "-"
+    kinds = sorted(set(r["solvers"]))
+    its = [i for i in r.get("cg_iters", []) if i is not None]
+    return "/".join(kinds) + (f" ({min(its)}-{max(its)})" if its else "")
+
+
+def plot(results, models, path, title):
+    """Log-log plot of the best fit time against n, one line per model."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    for m in models:
+        pts = sorted((r["n"], r["best_s"]) for r in results if r["model"] == m)
+        if pts:
+            ax.plot(*zip(*pts), marker="o", label=MODELS[m])
+    ax.set(xscale="log", yscale="log", xlabel="training points n", ylabel="fit time (s)", title=title)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
 
 
 def profile_table(results, models, sizes):
@@ -291,6 +352,8 @@ def profile_table(results, models, sizes):
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for n in sizes:
         for m in models:
+            if (m, n) not in by or "profile" not in by[(m, n)]:
+                continue
             p = by[(m, n)]["profile"]
             cells = [f"{p['phases_s'].get(ph, 0.0):.2f}" if ph in p["phases_s"] else "-" for ph in PHASES]
             lines.append("| " + " | ".join([MODELS[m], str(n), f"{p['total_s']:.2f}"] + cells) + " |")
@@ -325,7 +388,11 @@ def main(argv=None):
     p.add_argument("--repeats", type=int, default=3, help="timed fits per (model, n); best and median reported")
     p.add_argument("--threads", type=int, default=2, help="torch.set_num_threads in every worker")
     p.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
-    p.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
+    p.add_argument("--models", nargs="+", default=DEFAULT_MODELS, choices=list(MODELS))
+    p.add_argument("--exact-max", type=int, default=16_000,
+                   help=f"largest n for the exact solves {EXACT} (they factor an n x n matrix: O(n^3))")
+    p.add_argument("--leaf-size", type=int, default=60_000, help="xRFM tree: max_leaf_size")
+    p.add_argument("--no-warmup", action="store_true", help="skip the warm-up fit (large n)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--bandwidth", type=float, default=10.0)
     p.add_argument("--reg", type=float, default=1e-3)
@@ -345,28 +412,29 @@ def main(argv=None):
         return worker(args)
     if args.quick:
         args.sizes, args.repeats, args.n_val, args.n_test = [300, 600], 2, 200, 500
-    if "rfm" not in args.models:
-        args.models.insert(0, "rfm")
 
     info = machine_info(args.device)
     settings = {k: getattr(args, k) for k in ("sizes", "d", "n_val", "n_test", "repeats", "threads", "seed",
-                                              "bandwidth", "reg", "iters", "agop_points", "models")}
+                                              "bandwidth", "reg", "iters", "agop_points", "models", "exact_max",
+                                              "leaf_size")}
     print(f"# {info['date']}  {info['cpu']} ({info['cpu_count']} cpus), device {args.device}, torch {info['torch']}"
           f", commit {info['commit']}, load {info['load_avg_at_start']}", flush=True)
     results = []
     for n in args.sizes:
         runs = defaultdict(list)
+        models = [m for m in args.models if m not in EXACT or n <= args.exact_max]
         for rnd in range(args.repeats):
-            k = rnd % len(args.models)
-            for m in args.models[k:] + args.models[:k]:
+            k = rnd % len(models)
+            for m in models[k:] + models[:k]:
                 r = run_worker(args, m, n, profile=args.profile and rnd == args.repeats - 1)
                 print(f"  n={n:6d} round {rnd}  {MODELS[m]:22s} {r['time_s']:7.2f}s (cpu {r['cpu_s']:6.1f}s)  "
                       f"test MSE {r['test_mse']:.4f}  R^2 {r['test_r2']:.3f}  best iter {r['best_iter']}  "
                       f"peak {r['peak_mem_mb']:.0f} MB", flush=True)
                 runs[m].append(r)
-        for m in args.models:
+        for m in models:
             rs, times = runs[m], [r["time_s"] for r in runs[m]]
-            agg = {key: rs[-1][key] for key in ("model", "n", "test_mse", "test_r2", "best_iter", "peak_mem_kind")}
+            agg = {key: rs[-1][key] for key in ("model", "n", "test_mse", "test_r2", "best_iter", "peak_mem_kind",
+                                                  "solvers", "cg_iters") if key in rs[-1]}
             agg.update(times_s=times, cpu_s=[r["cpu_s"] for r in rs], best_s=min(times),
                        median_s=statistics.median(times), best_cpu_s=min(r["cpu_s"] for r in rs),
                        peak_mem_mb=max(r["peak_mem_mb"] for r in rs),
@@ -387,7 +455,9 @@ def main(argv=None):
     Path(f"{stem}.md{suffix}").write_text(text)
     Path(f"{stem}.json{suffix}").write_text(json.dumps({"machine": info, "settings": settings,
                                                          "results": results}, indent=1) + "\n")
-    print(f"wrote {stem}.md{suffix} and {stem}.json{suffix}")
+    plot(results, args.models, f"{stem}.png" if not suffix else f"{stem}.png.tmp",
+         f"{info.get('gpu', info['cpu'])[:40]}, d = {args.d}")
+    print(f"wrote {stem}.md{suffix}, {stem}.json{suffix} and the plot")
     if not args.quick and args.out is None:
         update_readme(dev, text)
 
