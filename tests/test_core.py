@@ -140,7 +140,7 @@ def test_fit_is_repeatable_and_batch_independent():
     np.testing.assert_allclose(a.predict(X), c.predict(X), rtol=1e-9, atol=1e-11)
 
 
-@pytest.mark.parametrize("module", ["rfm.core.feature_matrix", "rfm.core.kernels", "rfm.core.machine",
+@pytest.mark.parametrize("module", ["rfm.core.feature_matrix", "rfm.core.kernels", "rfm.core.machine", "rfm.core.agop",
                                     "rfm.core.solvers", "rfm.estimators"])
 def test_docstring_examples_run(module):
     import doctest

@@ -92,7 +92,14 @@ def jacobians(f, X, *, batch_size: int | None = None) -> torch.Tensor:
     """Per-point gradients grad f_c(x_j) of a differentiable torch function acting row by row: shape (n, c, d).
 
     Each output's gradient is one backward pass over a batch (the gradient of sum_j f_c(x_j) has grad f_c(x_j) as
-    its row j, because rows do not interact)."""
+    its row j, because rows do not interact). Non-finite gradients are an error that names the rows.
+
+    Examples
+    --------
+    >>> import torch, rfm
+    >>> rfm.jacobians(lambda Z: Z.square().sum(1), torch.tensor([[1.0, 2.0]]))
+    tensor([[[2., 4.]]])
+    """
     X = check_matrix(X, "X")
     return torch.cat(list(_batch_jacobians(f, X, batch_size)))
 
@@ -101,9 +108,33 @@ def agop(f, X, *, batch_size: int | None = None, centre: bool = False, diag: boo
          normalize: str | None = None) -> torch.Tensor:
     """AGOP of a differentiable torch function ``f`` at the rows of ``X``, by autograd.
 
-    ``f`` maps an (b, d) batch to (b,) or (b, c) and must act row by row (no batch statistics). The gradient of each
-    output is one backward pass over the batch, and batches are accumulated (:class:`AGOPAccumulator`), so the
-    result does not depend on ``batch_size``. Returns a float64 (d, d) matrix (or (d,) with ``diag=True``)."""
+    Parameters
+    ----------
+    f : callable
+        Maps a (b, d) batch to (b,) or (b, c), row by row (no batch statistics).
+    X : array-like or torch.Tensor, shape (n, d)
+        Evaluation points.
+    batch_size : int or None, default None
+        Rows per backward pass (None: all at once); the result does not depend on it.
+    centre : bool, default False
+        Subtract each output's mean gradient.
+    diag : bool, default False
+        Return only the diagonal, shape (d,).
+    power, normalize : float, str or None, default 1.0, None
+        Applied by :func:`rfm.feature_update` (M = normalize(AGOP^power)).
+
+    Returns
+    -------
+    torch.Tensor, float64, shape (d, d) (or (d,) with ``diag``)
+
+    Examples
+    --------
+    >>> import torch, rfm
+    >>> X = torch.randn(1000, 3, dtype=torch.float64)
+    >>> A = rfm.agop(lambda Z: Z[:, 0] * Z[:, 1], X)   # the EGOP of x1 x2: E[x2^2], E[x1^2] on the diagonal
+    >>> A.shape, bool(A[2, 2] == 0)
+    (torch.Size([3, 3]), True)
+    """
     X = check_matrix(X, "X")
     acc = None
     for G in _batch_jacobians(f, X, batch_size):

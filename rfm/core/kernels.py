@@ -173,9 +173,21 @@ KERNELS = {
 
 
 def get_kernel(kernel="laplace", **params) -> Kernel:
-    """A kernel from its name (``"laplace"``, ``"gaussian"``, ``"polynomial"``, ``"quadratic"``) or an instance.
+    """A kernel from its name or an instance.
 
-    Parameters a kernel does not take are rejected by name, e.g. ``get_kernel("gaussian", exponent=2)``."""
+    Parameters
+    ----------
+    kernel : {"laplace", "gaussian", "polynomial", "quadratic"} or Kernel, default "laplace"
+    **params
+        The kernel's parameters (``bandwidth``; ``exponent`` for Laplace; ``degree`` and ``c`` for polynomial).
+        Parameters a kernel does not take are rejected by name, e.g. ``get_kernel("gaussian", exponent=2)``.
+
+    Examples
+    --------
+    >>> from rfm import get_kernel
+    >>> get_kernel("laplace", bandwidth=5.0)
+    LaplaceKernel(bandwidth=5.0, exponent=1.0)
+    """
     if isinstance(kernel, Kernel):
         if params:
             raise ValueError(f"got a kernel instance and extra parameters {sorted(params)}; pass one or the other")
