@@ -220,7 +220,7 @@ class _BaseRFM(BaseEstimator):
         Xt = fm.transform(run.X)
         _check_finite_transform(Xt)
         res = run.solver.solve(run.kernel, Xt, run.Y, self.reg, pairs=run.pairs, mem_bytes=run.mem)
-        machine = KernelMachine(run.kernel, run.X, res.alpha, fm, mem_bytes=run.mem, _transformed=Xt)
+        machine = KernelMachine._trusted(run.kernel, run.X, Xt, res.alpha, fm, mem_bytes=run.mem)
         train_pred = res.train_pred if res.train_pred is not None else machine.predict(run.X, pairs=run.pairs)
         record = {"iteration": t, "solver": res.method, **(res.info or {}),
                   **self._metrics(run.Y, train_pred, "train", run.fitted)}

@@ -53,7 +53,7 @@ class KernelMachine:
     (torch.Size([2, 1]), torch.Size([2, 1, 2]), torch.Size([2, 2]))
     """
 
-    def __init__(self, kernel, centers, alpha, M=None, *, mem_bytes: int | None = None, _transformed=None):
+    def __init__(self, kernel, centers, alpha, M=None, *, mem_bytes: int | None = None):
         self.kernel: Kernel = get_kernel(kernel)
         self.centers = check_matrix(centers, "centers")
         n, d = self.centers.shape
@@ -64,7 +64,16 @@ class KernelMachine:
         self.alpha = alpha
         self.fm: FeatureMatrix = as_feature_matrix(M, d)
         self.mem_bytes = mem_bytes
-        self.centers_t = self.fm.transform(self.centers) if _transformed is None else _transformed
+        self.centers_t = self.fm.transform(self.centers)
+
+    @classmethod
+    def _trusted(cls, kernel, centers, centers_t, alpha, fm, mem_bytes=None) -> "KernelMachine":
+        """A machine from an RFM iteration's own tensors (already checked, transformed once), without copies or
+        validation passes."""
+        self = cls.__new__(cls)
+        self.kernel, self.centers, self.centers_t, self.fm, self.mem_bytes = kernel, centers, centers_t, fm, mem_bytes
+        self.alpha = alpha if alpha.ndim == 2 else alpha[:, None]
+        return self
 
     # -- sizes ---------------------------------------------------------------------------------------------------
     @property

@@ -20,6 +20,8 @@ from .._checks import check_choice, check_number
 from .kernels import kernel_matrix
 
 DIRECT_METHODS = ("cholesky", "lu", "lstsq")
+_NONFINITE_K = ("K contains NaN or infinite values (kernel values overflowed? check the feature scale against the "
+                "bandwidth)")
 
 
 def _relative_residual(A, alpha, Y):
@@ -70,13 +72,15 @@ def solve_krr(K: torch.Tensor, Y: torch.Tensor, reg: float = 0.0, *, overwrite: 
     if not K.is_floating_point() or K.dtype != Y.dtype or K.device != Y.device:
         raise TypeError(f"K and Y must be floating tensors of one dtype on one device, got {K.dtype} on {K.device} "
                         f"and {Y.dtype} on {Y.device}")
-    if not bool(torch.isfinite(K).all()) or not bool(torch.isfinite(Y).all()):
-        raise ValueError("K or Y contains NaN or infinite values (kernel values overflowed? check the feature "
-                         "scale against the bandwidth)")
-    scale = float(K.abs().max()) if K.numel() else 0.0
-    if check_symmetric and scale > 0 and float((K - K.T).abs().max()) > 1e-5 * scale:
-        raise ValueError("K must be symmetric (|K - K^T| is more than 1e-5 of max|K|): kernel ridge regression "
-                         "solves with K(X, X), not a cross-kernel K(X, Z)")
+    if not bool(torch.isfinite(Y).all()):
+        raise ValueError("Y contains NaN or infinite values")
+    if check_symmetric:  # two n x n passes: skipped by the estimators, which build K themselves
+        if not bool(torch.isfinite(K).all()):
+            raise ValueError(_NONFINITE_K)
+        scale = float(K.abs().max()) if K.numel() else 0.0
+        if scale > 0 and float((K - K.T).abs().max()) > 1e-5 * scale:
+            raise ValueError("K must be symmetric (|K - K^T| is more than 1e-5 of max|K|): kernel ridge "
+                             "regression solves with K(X, X), not a cross-kernel K(X, Z)")
     A = K if overwrite else K.clone()
     if reg:
         A.diagonal().add_(reg)
@@ -92,12 +96,16 @@ def solve_krr(K: torch.Tensor, Y: torch.Tensor, reg: float = 0.0, *, overwrite: 
             if bool(torch.isfinite(alpha).all()):
                 return shaped(alpha), "cholesky"
         del L
+        if not bool(torch.isfinite(A).all()):
+            raise ValueError(_NONFINITE_K)
         warnings.warn(
             f"K + reg*I (n={A.shape[0]}, reg={reg:g}, {A.dtype}) is not numerically positive definite; falling "
             "back from Cholesky to an LU solve. A larger reg or dtype=float64 avoids this.", RuntimeWarning,
             stacklevel=2)
         method = "lu"
     if method == "lu":
+        if not bool(torch.isfinite(A).all()):
+            raise ValueError(_NONFINITE_K)
         alpha, info = torch.linalg.solve_ex(A, Y2)
         # LU "succeeds" on a numerically singular matrix (no pivot exactly 0) with a useless answer: check it.
         tol = 1e-6 if A.dtype == torch.float64 else 1e-3
