@@ -310,8 +310,13 @@ def test_solve_krr_shape_and_type_problems():
         rfm.solve_krr(K.numpy(), np.ones(3))
     with pytest.raises(TypeError, match="one dtype on one device"):
         rfm.solve_krr(K, torch.ones(3, dtype=torch.float32))
-    with pytest.raises(ValueError, match="K or Y contains NaN"):
+    with pytest.raises(ValueError, match="Y contains NaN"):
         rfm.solve_krr(K, torch.tensor([1.0, float("nan"), 0.0], dtype=torch.float64))
+    with pytest.raises(ValueError, match="K contains NaN or infinite values"):
+        rfm.solve_krr(torch.full((3, 3), float("nan"), dtype=torch.float64), torch.ones(3, dtype=torch.float64))
+    with pytest.raises(ValueError, match="K contains NaN or infinite values"):
+        rfm.solve_krr(torch.full((3, 3), float("nan"), dtype=torch.float64), torch.ones(3, dtype=torch.float64),
+                      check_symmetric=False)
 
 
 def test_kernel_machine_problems():
