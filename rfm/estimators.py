@@ -181,8 +181,9 @@ class _BaseRFM(BaseEstimator):
             stop = self._notify(run, machine, history + [record], record)
             if t < self.iters and not stop:
                 A = machine.agop(centre=self.centre, diag=self.diag, max_points=self.max_agop_points,
-                                 generator=run.generator, pairs=run.pairs)     # 3. AGOP of the predictor
+                                 generator=run.generator, pairs=run.pairs, K=run.K)  # 3. AGOP of the predictor
                 fm, stop = self._update(A, fm, t, run)                         # 4. M = normalize(AGOP^power)
+            run.K = None                                                       # free K(X, X) before the next solve
             record["time_s"] = time.perf_counter() - t0
             history.append(record)
             bar.update(1)
@@ -220,6 +221,7 @@ class _BaseRFM(BaseEstimator):
         Xt = fm.transform(run.X)
         _check_finite_transform(Xt)
         res = run.solver.solve(run.kernel, Xt, run.Y, self.reg, pairs=run.pairs, mem_bytes=run.mem)
+        run.K = res.K  # kept for this iteration's AGOP when the solver did not consume it
         machine = KernelMachine._trusted(run.kernel, run.X, Xt, res.alpha, fm, mem_bytes=run.mem)
         train_pred = res.train_pred if res.train_pred is not None else machine.predict(run.X, pairs=run.pairs)
         record = {"iteration": t, "solver": res.method, **(res.info or {}),

@@ -166,3 +166,22 @@ def test_auto_picks_cholesky_for_small_problems_and_interpolation_and_cg_above_t
     X, y, *_ = _task(200)
     assert rfm.RFMRegressor(iters=0).fit(X, y).history_[0]["solver"] == "cholesky"
     assert rfm.RFMRegressor(iters=0, solver=AutoSolver(crossover=100)).fit(X, y).history_[0]["solver"] == "cg"
+
+
+def test_bad_input_to_the_cg_pieces_is_named():
+    X = _points(n=20)
+    with pytest.raises(TypeError, match="kernel must be an rfm.Kernel instance"):
+        KernelOperator("laplace", X)
+    with pytest.raises(TypeError, match="Xt must be a 2-D floating torch tensor"):
+        KernelOperator(rfm.LaplaceKernel(), X[:, 0])
+    op = KernelOperator(rfm.LaplaceKernel(), X)
+    with pytest.raises(ValueError, match="Y must be a tensor of shape .* n = 20"):
+        pcg(op, torch.ones(19, dtype=torch.float64), 1e-3)
+    with pytest.raises(ValueError, match="Y contains NaN"):
+        pcg(op, torch.full((20,), float("nan"), dtype=torch.float64), 1e-3)
+    with pytest.raises(ValueError, match="rank must be <= 20"):
+        rpcholesky(op, 21)
+    with pytest.raises(ValueError, match="tol must be > 0"):
+        CGSolver(tol=0)
+    with pytest.raises(ValueError, match="crossover must be >= 0"):
+        AutoSolver(crossover=-1)

@@ -147,3 +147,32 @@ def test_docstring_examples_run(module):
     import importlib
     result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     assert result.attempted > 0 and result.failed == 0
+
+
+@pytest.mark.parametrize("kernel", [rfm.LaplaceKernel(2.0), rfm.LaplaceKernel(2.0, exponent=0.7),
+                                    rfm.LaplaceKernel(2.0, exponent=1.5), rfm.LaplaceKernel(2.0, exponent=2.0),
+                                    rfm.GaussianKernel(1.5)])
+@pytest.mark.parametrize("dtype,tol", [(torch.float64, 1e-10), (torch.float32, 2e-4)])
+def test_agop_from_the_solves_kernel_matrix_equals_the_agop_from_distances(kernel, dtype, tol):
+    """Radial kernels' gradient weights follow from their values: an AGOP computed from the K kept by the solve
+    (no distance products) equals the usual one, duplicated rows and sampled points included."""
+    g = torch.Generator().manual_seed(7)
+    X = torch.randn(80, 6, generator=g, dtype=torch.float64)
+    X[10] = X[4]
+    f = rfm.KernelMachine(kernel, X.to(dtype), torch.randn(80, 2, generator=g, dtype=torch.float64).to(dtype),
+                          random_psd(6, generator=g))
+    K = rfm.kernel_matrix(kernel, f.centers_t, transformed=True, pairs=find_pairs(f.centers))
+    pairs = find_pairs(f.centers)
+    for kw in ({}, {"centre": True}, {"diag": True}, {"max_points": 30, "generator": 2}):
+        ref = f.agop(pairs=pairs, **kw)
+        torch.testing.assert_close(f.agop(pairs=pairs, K=K, **kw), ref, rtol=tol, atol=tol * float(ref.abs().max()))
+
+
+def test_polynomial_kernels_ignore_a_kernel_matrix():
+    g = torch.Generator().manual_seed(8)
+    X = torch.randn(30, 4, generator=g, dtype=torch.float64)
+    f = rfm.KernelMachine(rfm.QuadraticKernel(c=1.0), X, torch.randn(30, generator=g, dtype=torch.float64))
+    K = rfm.kernel_matrix(f.kernel, X)
+    torch.testing.assert_close(f.agop(K=K), f.agop())
+    with pytest.raises(ValueError, match="can only be reused with Z=None"):
+        f.agop(X[:3], K=K)

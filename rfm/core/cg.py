@@ -71,6 +71,11 @@ class KernelOperator:
 
     def __init__(self, kernel: Kernel, Xt: torch.Tensor, *, pairs=None, mem_bytes=None, store=None,
                  store_bytes=None):
+        if not isinstance(kernel, Kernel):
+            raise TypeError(f"kernel must be an rfm.Kernel instance (use rfm.get_kernel(name)), got {kernel!r}")
+        if not isinstance(Xt, torch.Tensor) or Xt.ndim != 2 or not Xt.is_floating_point():
+            raise TypeError("Xt must be a 2-D floating torch tensor of transformed points (n, r), got "
+                            f"{type(Xt).__name__} {tuple(getattr(Xt, 'shape', ()))}")
         self.kernel, self.Xt, self.pairs, self.mem_bytes = kernel, Xt, pairs, mem_bytes
         n = Xt.shape[0]
         if pairs is None and kernel.radial:
@@ -239,6 +244,12 @@ def pcg(op: KernelOperator, Y: torch.Tensor, reg: float, *, precond=None, tol: f
     best iterate with ``converged=False`` (the caller decides whether to warn)."""
     check_number("tol", tol, low=0, low_inclusive=False)
     check_number("maxiter", maxiter, low=1, integer=True)
+    check_number("reg", reg, low=0)
+    if not isinstance(Y, torch.Tensor) or Y.ndim not in (1, 2) or Y.shape[0] != op.shape[0]:
+        raise ValueError(f"Y must be a tensor of shape (n,) or (n, c) with n = {op.shape[0]} (the operator's size), "
+                         f"got {tuple(getattr(Y, 'shape', ()))}")
+    if not bool(torch.isfinite(Y).all()):
+        raise ValueError("Y contains NaN or infinite values")
     Y2 = (Y if Y.ndim == 2 else Y[:, None]).to(torch.float64)
     work = op.Xt.dtype
 
@@ -376,7 +387,7 @@ class CGSolver:
             warnings.warn(f"{what}. The solution is inexact (its residual is in the history); raise maxiter or the "
                           "preconditioner rank.", RuntimeWarning, stacklevel=3)
         R = info.residual if Y.ndim == 2 else info.residual[:, 0]
-        return SolveResult(alpha, "cg", Y - reg * alpha - R, info=record)
+        return SolveResult(alpha, "cg", Y - reg * alpha - R, info=record, K=op.K)
 
     def __repr__(self):
         return f"CGSolver(tol={self.tol!r}, rank={self.rank!r}, maxiter={self.maxiter!r})"

@@ -60,6 +60,13 @@ class Kernel:
         """Turn the block B of squared distances or inner products into gradient weights, in place; returns B."""
         raise NotImplementedError
 
+    def weights_from_values_(self, K: torch.Tensor):
+        """Turn a block of kernel values into the gradient weights, in place, when the kernel allows it (radial
+        kernels, whose k'(r)/r is a function of k(r)), so that a kernel matrix already computed for the solve
+        spares the AGOP its distance products; None when it does not. Coincident pairs are masked by the
+        caller."""
+        return None
+
     def matrix(self, X, Z=None, M=None, *, mem_bytes=None) -> torch.Tensor:
         """Kernel matrix K_ij = k_M(x_i, z_j), shape (n, m); ``Z=None`` means Z = X, ``M=None`` the identity.
 
@@ -118,6 +125,19 @@ class LaplaceKernel(Kernel):
             W = B.pow_((q - 2) / 2).mul_(K).mul_(-q / L**q)
         return W.masked_fill_(zero, 0.0)
 
+    def weights_from_values_(self, K):
+        # t = -ln k = (r / L)^q, and k'(r)/r = -(q / L^2) t^((q-2)/q) k; at t = 0 (r = 0) the weight is 0 as above
+        q, L = self.exponent, self.bandwidth
+        if q == 2:
+            return K.mul_(-2.0 / L**2)
+        zero = K >= 1
+        t = torch.log(K).neg_()
+        if q == 1:
+            W = K.div_(t).mul_(-1.0 / L**2)
+        else:
+            W = K.mul_(t.pow_((q - 2) / q)).mul_(-q / L**2)
+        return W.masked_fill_(zero, 0.0)
+
 
 class GaussianKernel(Kernel):
     r"""``k(x, z) = exp(-|x - z|_M^2 / (2 L^2))``."""
@@ -132,6 +152,9 @@ class GaussianKernel(Kernel):
 
     def weights_(self, B):
         return self.values_(B).mul_(-1.0 / self.bandwidth**2)
+
+    def weights_from_values_(self, K):
+        return K.mul_(-1.0 / self.bandwidth**2)
 
 
 class PolynomialKernel(Kernel):

@@ -133,7 +133,7 @@ class KernelMachine:
 
     # -- the AGOP --------------------------------------------------------------------------------------------------
     def agop(self, Z=None, *, centre: bool = False, diag: bool = False, max_points: int | None = None,
-             generator=None, pairs=None, algorithm: str = "auto") -> torch.Tensor:
+             generator=None, pairs=None, algorithm: str = "auto", K=None) -> torch.Tensor:
         """The AGOP of f at the rows of Z (default: the centres), in closed form; float64 (d, d), or (d,) with
         ``diag`` (the diagonal alone, computed directly when M is diagonal).
 
@@ -155,6 +155,9 @@ class KernelMachine:
             "direct" forms each gradient and accumulates g g^T; "folded" sums over the outputs first (much faster
             with many outputs and few centres, e.g. modular arithmetic), "auto" uses it in float64 when it is at
             least twice cheaper.
+        K : torch.Tensor, shape (n, n), optional
+            The kernel matrix K(X, X) of the centres under this M, when the solve kept it (only with ``Z=None``):
+            radial kernels then get their gradient weights from it without recomputing distances.
         """
         check_choice("algorithm", algorithm, AGOP_ALGORITHMS)
         if Z is None:
@@ -164,7 +167,11 @@ class KernelMachine:
         else:
             Z = self._points(Z).detach()
             Zt = None
+        if K is not None and Zt is None:
+            raise ValueError("K (the kernel matrix of the centres) can only be reused with Z=None")
         idx = sample_points(Z.shape[0], max_points, generator)
+        if idx is not None and K is not None:
+            K = K[idx.to(K.device)]
         if idx is not None:
             from .coincident import subset_pairs
             pairs = subset_pairs(pairs, idx, Z.shape[0]) if pairs is not None else None
@@ -175,7 +182,7 @@ class KernelMachine:
         Zt = self.fm.transform(Z) if Zt is None else Zt
         want_diag = diag and self.fm.is_diagonal
         At = transformed_agop(self.kernel, self.centers_t, self.alpha, Zt, pairs, diag=want_diag, centre=centre,
-                              mem_bytes=self._mem(), algorithm=algorithm)
+                              mem_bytes=self._mem(), algorithm=algorithm, K=K)
         A = self.fm.to(dtype=torch.float64).pullback_agop(At)
         return A.diagonal().clone() if diag and A.ndim == 2 else A
 
@@ -212,14 +219,22 @@ class _KernelPredict(torch.autograd.Function):
         return m.fm.pullback(torch.cat(grads)), None, None
 
 
-def _gradient_block(kernel: Kernel, Zt, Xt, alpha, pairs=None, *, xx=None, pair_coef=None, AX=None, out=None):
+def _gradient_block(kernel: Kernel, Zt, Xt, alpha, pairs=None, *, xx=None, pair_coef=None, AX=None, out=None,
+                    K=None):
     """grad_z~ f_c(z_j) for every point z_j of a block and output c, in transformed coordinates: (b, c, r).
 
     ``pairs`` are the block's coincident pairs (rows relative to the block), whose weight is 0.
     With ``pair_coef`` (b, n) given instead of ``alpha``, returns grad_z~ sum_i pair_coef_ji k(z_j, x_i): (b, r)
     (vector-Jacobian products). ``AX`` may hold alpha (x) X~ reshaped to (n, c*r), precomputed once for many
-    blocks; ``out`` a (b, n) buffer to work in."""
-    W = gradient_weights(kernel, Zt, Xt, xx=xx, pairs=pairs, out=out)
+    blocks; ``out`` a (b, n) buffer to work in. ``K`` (b, n), the block's kernel values when already computed,
+    gives the weights without the distance products (radial kernels)."""
+    W = None
+    if K is not None:
+        W = kernel.weights_from_values_(out.copy_(K) if out is not None else K.clone())
+        if W is not None and pairs is not None and pairs[0].numel():
+            W.index_put_(pairs, torch.zeros((), dtype=W.dtype, device=W.device))
+    if W is None:
+        W = gradient_weights(kernel, Zt, Xt, xx=xx, pairs=pairs, out=out)
     if pair_coef is not None:
         W.mul_(pair_coef)
         G = W @ Xt
@@ -239,7 +254,7 @@ def _gradient_block(kernel: Kernel, Zt, Xt, alpha, pairs=None, *, xx=None, pair_
 
 
 def transformed_agop(kernel, Xt, alpha, Zt, pairs=None, *, diag=False, centre=False,
-                            mem_bytes=None, acc_dtype=torch.float64, algorithm="auto"):
+                     mem_bytes=None, acc_dtype=torch.float64, algorithm="auto", K=None):
     """The AGOP in transformed coordinates (r x r, or r with ``diag``), streamed over the rows of Zt.
 
     ``pairs`` (from :func:`rfm.core.coincident.coincident_pairs`) are the (evaluation point, center) pairs that are the same
@@ -248,7 +263,10 @@ def transformed_agop(kernel, Xt, alpha, Zt, pairs=None, *, diag=False, centre=Fa
     ``algorithm``: "direct" forms each gradient g_jc (cost ~ m n c r) and accumulates g g^T, the numerically safe
     form; "folded" sums over the outputs before the large products (cost ~ m n (n + c + r)), which is much faster
     when there are few centers and many outputs and features (modular arithmetic: n = 1860, c = 61, r = 122), but
-    adds terms that cancel, so "auto" uses it only in float64 and when it is at least twice cheaper."""
+    adds terms that cancel, so "auto" uses it only in float64 and when it is at least twice cheaper.
+
+    ``K`` (len(Zt), n), the kernel values at these pairs when the solve already computed them, spares the direct
+    algorithm the distance products for radial kernels (the weights follow from the values)."""
     check_choice("algorithm", algorithm, AGOP_ALGORITHMS)
     n, c = alpha.shape
     r = Xt.shape[1]
@@ -272,7 +290,7 @@ def transformed_agop(kernel, Xt, alpha, Zt, pairs=None, *, diag=False, centre=Fa
         part = AGOPAccumulator(a.shape[1], r, diag=diag, dtype=acc_dtype, device=Xt.device)
         for sl in iter_blocks(Zt.shape[0], rows):
             part.add(_gradient_block(kernel, Zt[sl], Xt, a, block_pairs(pairs, sl), xx=xx, AX=AX,
-                                                out=buf[: sl.stop - sl.start]))
+                                     out=buf[: sl.stop - sl.start], K=None if K is None else K[sl]))
         acc.S += part.S
         acc.s[c0:c0 + cc] = part.s
         acc.count = part.count

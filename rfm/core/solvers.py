@@ -129,6 +129,7 @@ class SolveResult(NamedTuple):
     method: str
     train_pred: torch.Tensor | None
     info: dict | None = None  # extra numbers for the history (iterations, residual, ...)
+    K: torch.Tensor | None = None  # K(X, X) when the solver kept it intact (the AGOP can reuse it)
 
 
 class DirectSolver:
