@@ -331,6 +331,7 @@ def _solves(r):
 def plot(results, models, path, title):
     """Log-log plot of the best fit time against n, one line per model."""
     import matplotlib
+    import matplotlib.ticker
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
@@ -339,6 +340,7 @@ def plot(results, models, path, title):
         if pts:
             ax.plot(*zip(*pts), marker="o", label=MODELS[m])
     ax.set(xscale="log", yscale="log", xlabel="training points n", ylabel="fit time (s)", title=title)
+    ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
