@@ -320,7 +320,7 @@ glue("mse_final_loose", f"{mse['CG, tol 1e-1'][-1]:.4f}", display=False)
 # Nothing here is re-measured: these are the numbers of the committed run.
 
 # %%
-REPO = Path(rfm.__file__).resolve().parent.parent   # the repository root (a clone or an editable install)
+REPO = rfm.book.ROOT   # the repository root (a clone or an editable install)
 BENCH = REPO / "benchmarks" / "results"
 LABELS = {"rfm": "rfm (solver=auto)", "rfm-chol": "rfm (cholesky)", "rfm-cg": "rfm (cg)",
           "xrfm": "xrfm leaf (LU solve)", "xrfm-chol": "xrfm leaf (cholesky)", "xrfm-tree": "xrfm tree"}

@@ -176,3 +176,8 @@ def test_polynomial_kernels_ignore_a_kernel_matrix():
     torch.testing.assert_close(f.agop(K=K), f.agop())
     with pytest.raises(ValueError, match="can only be reused with Z=None"):
         f.agop(X[:3], K=K)
+
+
+def test_book_root_is_the_repository_root():
+    import rfm.book
+    assert (rfm.book.ROOT / "_toc.yml").exists() and rfm.book.RESULTS == rfm.book.ROOT / "results"

@@ -26,7 +26,7 @@ from types import SimpleNamespace
 import torch
 
 PROFILES = ("smoke", "full")
-ROOT = Path(__file__).resolve().parent.parent  # the repository root for an editable install or a clone
+ROOT = Path(__file__).resolve().parents[2]  # the repository root for an editable install or a clone (rfm/book/__init__.py)
 RESULTS = ROOT / "results"
 
 
