@@ -105,7 +105,7 @@ print(f"profile={P.profile}, n={P.n}, d={P.d}, iters={P.iters}, preconditioner r
 # | label | solver | role |
 # |---|---|---|
 # | Cholesky | `solver="cholesky"`: the exact solve | the reference |
-# | CG, tol 1e-3 | `CGSolver(tol=1e-3)`: RPCholesky preconditioner of rank $n/10$ | the package's default CG |
+# | CG, tol 1e-3 | `CGSolver(tol=1e-3, rank=n // 10)`: RPCholesky preconditioner of rank $n/10$ | the package's CG (its default rank is $n/20$) |
 # | CG, no preconditioner | `CGSolver(tol=1e-3, rank=0)`: plain CG | control for claim 1 |
 # | CG, tol 1e-1 | `CGSolver(tol=1e-1)`: same preconditioner, loose tolerance | control for claim 2 (must lose) |
 #
