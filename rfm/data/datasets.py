@@ -244,14 +244,19 @@ def _subsample(X, y, n_max, generator):
     return X[idx], y[idx]
 
 
-def load_svhn(root, *, n_train=None, n_test=None, classes=None, download=True, generator=0, scale=True,
-              unit_norm=False, dtype="float32") -> Split:
-    """SVHN (32 x 32 x 3, labels 0-9) from torchvision's train and test splits; random subsets of ``n_train`` and
-    ``n_test`` images (default: all), drawn from ``generator``. X is flattened channel-first (3 * 32 * 32)."""
+def _check_loader_args(n_train, n_test, classes):
+    """The checks every torchvision loader makes before touching the network."""
     _check_size("n_train", n_train)
     _check_size("n_test", n_test)
     if classes is not None:
         _check_classes(classes)
+
+
+def load_svhn(root, *, n_train=None, n_test=None, classes=None, download=True, generator=0, scale=True,
+              unit_norm=False, dtype="float32") -> Split:
+    """SVHN (32 x 32 x 3, labels 0-9) from torchvision's train and test splits; random subsets of ``n_train`` and
+    ``n_test`` images (default: all), drawn from ``generator``. X is flattened channel-first (3 * 32 * 32)."""
+    _check_loader_args(n_train, n_test, classes)
     tvd = _torchvision_datasets()
     g = make_generator(generator)
     parts = []
@@ -266,10 +271,7 @@ def load_svhn(root, *, n_train=None, n_test=None, classes=None, download=True, g
 def load_cifar10(root, *, n_train=None, n_test=None, classes=None, download=True, generator=0, scale=True,
                  unit_norm=False, dtype="float32") -> Split:
     """CIFAR-10 (32 x 32 x 3, labels 0-9) from torchvision, as :func:`load_svhn`. X is flattened channel-first."""
-    _check_size("n_train", n_train)
-    _check_size("n_test", n_test)
-    if classes is not None:
-        _check_classes(classes)
+    _check_loader_args(n_train, n_test, classes)
     tvd = _torchvision_datasets()
     g = make_generator(generator)
     parts = []
@@ -291,8 +293,7 @@ def load_celeba(root, attribute, *, size=96, n_train=None, n_test=None, download
     test images from its "test" split. Images are decoded one by one, so large ``n`` takes a while."""
     check_number("attribute", attribute, low=0, high=39, integer=True)
     check_number("size", size, low=1, integer=True)
-    _check_size("n_train", n_train)
-    _check_size("n_test", n_test)
+    _check_loader_args(n_train, n_test, None)
     tvd = _torchvision_datasets()
     import torchvision.transforms as T
 
