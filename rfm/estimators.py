@@ -176,14 +176,14 @@ class _BaseRFM(BaseEstimator):
         bar = tqdm(total=self.iters + 1, desc=type(self).__name__, disable=not self.verbose, leave=False)
         for t in range(self.iters + 1):
             t0 = time.perf_counter()
-            machine, record = self._solve(run, fm, t)                          # 1. solve (K_M + reg I) alpha = Y
+            machine, record, K = self._solve(run, fm, t)                       # 1. solve (K_M + reg I) alpha = Y
             best = self._keep_best(best, machine, record)                      # 2. record, keep the best iterate
             stop = self._notify(run, machine, history + [record], record)
             if t < self.iters and not stop:
                 A = machine.agop(centre=self.centre, diag=self.diag, max_points=self.max_agop_points,
-                                 generator=run.generator, pairs=run.pairs, K=run.K)  # 3. AGOP of the predictor
+                                 generator=run.generator, pairs=run.pairs, K=K)  # 3. AGOP of the predictor
                 fm, stop = self._update(A, fm, t, run)                         # 4. M = normalize(AGOP^power)
-            run.K = None                                                       # free K(X, X) before the next solve
+            del K                                                              # free K(X, X) before the next solve
             record["time_s"] = time.perf_counter() - t0
             history.append(record)
             bar.update(1)
@@ -221,7 +221,6 @@ class _BaseRFM(BaseEstimator):
         Xt = fm.transform(run.X)
         _check_finite_transform(Xt)
         res = run.solver.solve(run.kernel, Xt, run.Y, self.reg, pairs=run.pairs, mem_bytes=run.mem)
-        run.K = res.K  # kept for this iteration's AGOP when the solver did not consume it
         machine = KernelMachine._trusted(run.kernel, run.X, Xt, res.alpha, fm, mem_bytes=run.mem)
         train_pred = res.train_pred if res.train_pred is not None else machine.predict(run.X, pairs=run.pairs)
         record = {"iteration": t, "solver": res.method, **(res.info or {}),
@@ -230,7 +229,7 @@ class _BaseRFM(BaseEstimator):
             X_val, Y_val, val_pairs = run.val
             record.update(self._metrics(Y_val, machine.predict(X_val, pairs=val_pairs).detach(), "val", run.fitted))
         record["M"] = fm.snapshot()
-        return machine, record
+        return machine, record, res.K  # K(X, X) when the solver kept it intact: the AGOP reuses it
 
     def _keep_best(self, best, machine, record):
         if "val_mse" not in record:

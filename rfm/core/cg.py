@@ -29,9 +29,9 @@ import torch
 from .._checks import check_number
 from ..utils import make_generator
 from .blocks import iter_blocks, resolve_mem_bytes
-from .coincident import block_pairs
+from .coincident import subset_pairs
 from .kernels import Kernel, kernel_blocks, kernel_matrix, pairwise_
-from .solvers import SolveResult, solve_krr
+from .solvers import DirectSolver, SolveResult, solve_krr
 
 
 def available_memory(device) -> int:
@@ -97,49 +97,40 @@ class KernelOperator:
         return self.K is not None
 
     def matmul(self, V: torch.Tensor) -> torch.Tensor:
-        """K @ V for V of shape (n, c)."""
-        self.n_matmuls += 1
-        if self.K is not None:
-            return self.K @ V
-        out = torch.empty(self.Xt.shape[0], V.shape[1], dtype=V.dtype, device=V.device)
-        for sl, block in kernel_blocks(self.kernel, self.Xt, self.Xt, pairs=self.pairs, mem_bytes=self.mem_bytes,
-                                       extra_cols=V.shape[1]):
-            torch.mm(block, V, out=out[sl])
-        return out
+        """K @ V for V of shape (n, c), in V's dtype."""
+        return self._product(V, V.dtype)
 
     def matmul_accurate(self, V: torch.Tensor) -> torch.Tensor:
         """K @ V with float64 accumulation (the same K entries as :meth:`matmul`), returned in float64."""
-        V64 = V.to(torch.float64)
-        if self.Xt.dtype == torch.float64:
-            return self.matmul(V64)
+        return self._product(V, torch.float64)
+
+    def _product(self, V, dtype):
+        """K @ V computed in ``dtype``: from the stored K (converted block by block when its dtype differs) or from
+        kernel blocks made on the fly."""
         self.n_matmuls += 1
-        out = torch.empty(self.Xt.shape[0], V.shape[1], dtype=torch.float64, device=V.device)
+        V = V.to(dtype)
+        n = self.Xt.shape[0]
+        if self.K is not None and self.K.dtype == dtype:
+            return self.K @ V
         if self.K is not None:
-            rows = max(1, (64 * 2**20) // (8 * self.Xt.shape[0]))
-            for sl in iter_blocks(self.Xt.shape[0], rows):
-                torch.mm(self.K[sl].to(torch.float64), V64, out=out[sl])
-            return out
-        for sl, block in kernel_blocks(self.kernel, self.Xt, self.Xt, pairs=self.pairs, mem_bytes=self.mem_bytes,
-                                       extra_cols=2 * self.Xt.shape[0]):
-            torch.mm(block.to(torch.float64), V64, out=out[sl])
+            rows = max(1, (64 * 2**20) // (8 * n))
+            blocks = ((sl, self.K[sl]) for sl in iter_blocks(n, rows))
+        else:
+            extra = V.shape[1] if dtype == self.Xt.dtype else 2 * n  # room for the converted block
+            blocks = kernel_blocks(self.kernel, self.Xt, self.Xt, pairs=self.pairs, mem_bytes=self.mem_bytes,
+                                   extra_cols=extra)
+        out = torch.empty(n, V.shape[1], dtype=dtype, device=V.device)
+        for sl, block in blocks:
+            torch.mm(block.to(dtype), V, out=out[sl])
         return out
 
     def columns(self, idx: torch.Tensor) -> torch.Tensor:
         """K[:, idx], shape (n, len(idx))."""
         if self.K is not None:
             return self.K[:, idx]
-        # rows of the columns' points against all points: K[idx, :]^T, with exact zeros where idx meets a duplicate
+        # the columns' points against all points, K[idx, :]^T, with exact zeros where idx meets a duplicate
         idx = idx.to(self.Xt.device)
-        pairs = None
-        if self.pairs is not None:
-            rows, cols = self.pairs
-            pos = torch.full((self.Xt.shape[0],), -1, dtype=torch.long, device=rows.device)
-            pos[idx] = torch.arange(idx.shape[0], device=rows.device)
-            keep = pos[rows] >= 0
-            r, c = pos[rows][keep], cols[keep]
-            order = torch.argsort(r, stable=True)
-            pairs = (r[order], c[order])
-        B = pairwise_(self.kernel, self.Xt[idx], self.Xt, pairs=pairs)
+        B = pairwise_(self.kernel, self.Xt[idx], self.Xt, pairs=subset_pairs(self.pairs, idx, self.Xt.shape[0]))
         return self.kernel.values_(B).T
 
     def diagonal(self) -> torch.Tensor:
@@ -428,7 +419,6 @@ class AutoSolver:
         return "cholesky" if n <= limit and fits else "cg"
 
     def solve(self, kernel, Xt, Y, reg, *, pairs=None, mem_bytes=None) -> SolveResult:
-        from .solvers import DirectSolver
         which = self.choose(Xt.shape[0], reg, Xt.device, Xt.element_size())
         solver = DirectSolver("cholesky") if which == "cholesky" else CGSolver(tol=self.tol)
         return solver.solve(kernel, Xt, Y, reg, pairs=pairs, mem_bytes=mem_bytes)

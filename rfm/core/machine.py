@@ -19,7 +19,7 @@ import torch
 from .._checks import check_choice, check_matrix, check_same_features
 from .agop import AGOPAccumulator, sample_points
 from .blocks import block_rows, iter_blocks, resolve_mem_bytes
-from .coincident import block_pairs, find_pairs
+from .coincident import block_pairs, find_pairs, subset_pairs
 from .feature_matrix import FeatureMatrix, as_feature_matrix, feature_update
 from .kernels import Kernel, get_kernel, gradient_weights, kernel_blocks
 
@@ -162,24 +162,18 @@ class KernelMachine:
         check_choice("algorithm", algorithm, AGOP_ALGORITHMS)
         if Z is None:
             Z, Zt = self.centers, self.centers_t
-            if pairs is None and self.kernel.radial:
-                pairs = find_pairs(Z)
+        elif K is not None:
+            raise ValueError("K (the kernel matrix of the centres) can only be reused with Z=None")
         else:
             Z = self._points(Z).detach()
-            Zt = None
-        if K is not None and Zt is None:
-            raise ValueError("K (the kernel matrix of the centres) can only be reused with Z=None")
+            Zt = self.fm.transform(Z)
         idx = sample_points(Z.shape[0], max_points, generator)
-        if idx is not None and K is not None:
-            K = K[idx.to(K.device)]
         if idx is not None:
-            from .coincident import subset_pairs
-            pairs = subset_pairs(pairs, idx, Z.shape[0]) if pairs is not None else None
-            Z = Z[idx.to(Z.device)]
-            Zt = None if Zt is None else Zt[idx.to(Z.device)]
+            idx = idx.to(Z.device)
+            pairs = subset_pairs(pairs, idx, Z.shape[0])
+            Z, Zt, K = Z[idx], Zt[idx], None if K is None else K[idx]
         if pairs is None and self.kernel.radial:
             pairs = self._pairs(Z)
-        Zt = self.fm.transform(Z) if Zt is None else Zt
         want_diag = diag and self.fm.is_diagonal
         At = transformed_agop(self.kernel, self.centers_t, self.alpha, Zt, pairs, diag=want_diag, centre=centre,
                               mem_bytes=self._mem(), algorithm=algorithm, K=K)
