@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 # (or install their own torch into the venv first: an installed torch is kept).
 TORCH_SPEC ?= torch==2.13.0
 
-.PHONY: setup book test unit chapters sync browser-check bench clean
+.PHONY: setup book test unit chapters sync browser-check bench calibrate full clean
 setup: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml
@@ -43,6 +43,19 @@ sync: setup
 browser-check: setup
 	@test -f _build/html/index.html || { echo "browser-check: build the book first (make book)"; exit 1; }
 	$(PY) scripts/browser_check.py
+
+# Calibrate a chapter's Checks: its smoke profile over seeds 0..SEEDS-1, JOBS side by side, written to
+# results/calibration/$(CHAPTER).json (the chapter's Checks table reads it).
+SEEDS ?= 10
+JOBS ?= 2
+calibrate: setup
+	@test -n "$(CHAPTER)" || { echo "usage: make calibrate CHAPTER=<slug> [SEEDS=10] [JOBS=2]"; exit 1; }
+	$(PY) scripts/calibrate.py $(CHAPTER) --seeds $(SEEDS) --jobs $(JOBS)
+
+# Run a chapter's full (paper-scale) profile once: results/$(CHAPTER)/full.json and its figures.
+full: setup
+	@test -n "$(CHAPTER)" || { echo "usage: make full CHAPTER=<slug>"; exit 1; }
+	$(PY) scripts/full_run.py $(CHAPTER)
 
 bench: setup
 	$(PY) -m pip install -q "xrfm==0.4.5"

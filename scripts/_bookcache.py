@@ -5,7 +5,9 @@ jupyter-cache that Jupyter Book's ``execute_notebooks: cache`` mode reads (``_bu
 finds the record and reuses it.
 
 jupyter-cache keys a record on the code cells and the kernelspec of a chapter only, so on its own it would serve
-outputs computed with an older ``rfm`` package. We therefore store a hash of ``rfm/**/*.py`` and ``pyproject.toml``
+outputs computed with an older ``rfm`` package, or Checks tables read from older committed results. We therefore
+store a hash of ``rfm/**/*.py``, ``pyproject.toml`` and ``results/**/*.json`` (the calibrations and paper-scale runs
+the chapters show)
 inside the cache folder and clear the cache (and Sphinx's environment, which otherwise keeps the old pages) whenever
 the hash differs: :func:`ensure_fresh_cache`, called by both entry points before they look at the cache.
 
@@ -41,9 +43,10 @@ def chapters() -> list[Path]:
 
 
 def source_hash(root: Path = ROOT) -> str:
-    """sha256 of the package sources the chapters run (rfm/**/*.py) and of pyproject.toml (its dependencies)."""
+    """sha256 of the package sources the chapters run (rfm/**/*.py), of pyproject.toml (its dependencies) and of the
+    committed results the chapters read (results/**/*.json)."""
     h = hashlib.sha256()
-    files = sorted((root / "rfm").rglob("*.py")) + [root / "pyproject.toml"]
+    files = sorted((root / "rfm").rglob("*.py")) + [root / "pyproject.toml"] + sorted((root / "results").rglob("*.json"))
     for f in files:
         if f.is_file() and "__pycache__" not in f.parts:
             h.update(str(f.relative_to(root)).encode())
@@ -68,7 +71,7 @@ def ensure_fresh_cache(log=print) -> bool:
     if stored is None and not CACHE_DIR.exists():
         log("book cache: none yet")
     else:
-        log(f"book cache: rfm/ or pyproject.toml changed ({(stored or 'no hash')[:12]} -> {current[:12]}); "
+        log(f"book cache: rfm/, pyproject.toml or results/ changed ({(stored or 'no hash')[:12]} -> {current[:12]}); "
             "clearing the execution cache and the built pages")
     for path in [CACHE_DIR, *SPHINX_STATE]:
         shutil.rmtree(path, ignore_errors=True)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -18,7 +19,9 @@ def rerun(tmp_path_factory):
     out = tmp_path_factory.mktemp("rerun") / "tiny_chapter-custom"
     cmd = [sys.executable, str(ROOT / "scripts" / "rerun.py"), str(FIXTURE),
            "-p", "n", "120", "-p", "seed", "3", "-p", "iters", "1", "--out", str(out)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, cwd=ROOT)
+    # MPLBACKEND=Agg, as headless servers often set it: the figures must still reach the executed notebook
+    env = dict(os.environ, MPLBACKEND="Agg")
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, cwd=ROOT, env=env)
     assert proc.returncode == 0, f"rerun failed:\n{proc.stdout}\n{proc.stderr}"
     return out, proc
 
@@ -39,7 +42,10 @@ def test_rerun_writes_the_measured_values_with_the_overrides(rerun):
     assert record["chapter"] == "tiny_chapter"
     assert record["profile"] == "smoke"
     assert record["params"]["n"] == 120 and record["params"]["iters"] == 1
-    assert set(record["measured"]) == {"r2", "mass_x1x2"}
+    assert record["seed"] == 3
+    assert set(record["measured"]) == {"r2", "mass_x1x2", "mass_gain", "r2_finite"}
+    assert record["checks"]["mass_gain"]["kind"] == "claim" and record["checks"]["r2_finite"]["kind"] == "sanity"
+    assert record["checks"]["mass_gain"]["passed"] is True
 
 
 def test_rerun_writes_the_figures(rerun):

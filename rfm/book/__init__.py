@@ -4,20 +4,22 @@ A chapter's ``parameters`` cell holds every knob; knobs left at ``None`` take th
 
     P = rfm.book.settings(profile, smoke=dict(n=2000, iters=5), full=dict(n=20000, iters=5), n=n, iters=iters)
 
-and its *Checks* cell ends with::
-
-    rfm.book.summary("kernels_and_agop", P, measured={"r2_rfm": r2}, output_dir=output_dir)
-
-which prints one line of measured values and, when ``output_dir`` (or the environment variable
-``RFM_BOOK_OUTPUT``) is set, writes them as JSON with the profile, parameters, device, date and commit.
-Paper-scale values measured on a GPU are committed under ``results/<chapter>/full.json`` and read back with
-:func:`load_results`, so a chapter can show them beside its smoke run.
+numbers in the prose are glued from the run (:func:`glue`), and its *Checks* section states every checked value
+with its rule and kind through :class:`Checks` (claims against a control from the same run; labelled sanity
+checks), shows them beside the committed ten-seed calibration (``results/calibration/<chapter>.json``) and the
+committed paper-scale run (``results/<chapter>/full.json``), then ends with :meth:`Checks.finish`, which prints one
+line of measured values and, when ``output_dir`` (or the environment variable ``RFM_BOOK_OUTPUT``) is set, writes
+them as JSON with the profile, seed, parameters, device, date and commit (:func:`summary`). Committed results are
+read with :func:`load_results` and :func:`load_calibration`, from the checkout or, in an installed package, from
+the book's repository.
 """
 from __future__ import annotations
 
 import datetime as _dt
 import json
+import math
 import os
+import sys
 import platform
 import subprocess
 from pathlib import Path
@@ -81,10 +83,12 @@ def device_name(device=None) -> str:
 
 
 def _jsonable(v):
+    if isinstance(v, float) and not math.isfinite(v):
+        return None  # JSON has no NaN or infinity
     if isinstance(v, torch.Tensor):
-        return v.detach().cpu().tolist()
+        return _jsonable(v.detach().cpu().tolist())
     if hasattr(v, "tolist"):
-        return v.tolist()
+        return _jsonable(v.tolist())
     if isinstance(v, (torch.device, torch.dtype, Path)):
         return str(v)
     if isinstance(v, dict):
@@ -104,8 +108,12 @@ def output_path(output_dir=None) -> Path | None:
     return path
 
 
-def summary(chapter: str, params, measured: dict, *, device=None, output_dir=None) -> dict:
-    """Print the one-line summary of a chapter's measured values and write them as JSON when asked."""
+def summary(chapter: str, params, measured: dict, *, device=None, output_dir=None, seed=None, checks=None) -> dict:
+    """Print the one-line summary of a chapter's measured values and write them as JSON when asked.
+
+    ``checks`` (written by :meth:`Checks.finish`) holds each check's value, rule and pass/fail; ``seed`` is the
+    chapter's seed (the calibration groups runs by it). Non-finite numbers are written as ``null``.
+    """
     _check_name("chapter", chapter)
     if not isinstance(measured, dict):
         raise TypeError(f"measured must be a dict of the chapter's measured values, e.g. {{'r2': 0.97}}, got "
@@ -117,6 +125,7 @@ def summary(chapter: str, params, measured: dict, *, device=None, output_dir=Non
     record = {
         "chapter": chapter,
         "profile": params.get("profile"),
+        "seed": seed,
         "device": device_name(device),
         "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "commit": git_commit(),
@@ -124,7 +133,10 @@ def summary(chapter: str, params, measured: dict, *, device=None, output_dir=Non
         "params": _jsonable(params),
         "measured": _jsonable(measured),
     }
-    shown = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in measured.items())
+    if checks is not None:
+        record["checks"] = _jsonable(checks)
+    shown = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in measured.items()
+                      if isinstance(v, (int, float, str)))
     print(f"[{chapter} | profile={record['profile']} | {record['device']}] {shown}")
     path = output_path(output_dir)
     if path is not None:
@@ -133,15 +145,90 @@ def summary(chapter: str, params, measured: dict, *, device=None, output_dir=Non
     return record
 
 
+def _results_url() -> str:
+    """Where the committed results are published: the repository of ``_config.yml``, raw files on its branch."""
+    return os.environ.get("RFM_BOOK_RESULTS_URL", f"{REPOSITORY_RAW}/results")
+
+
+REPOSITORY_RAW = "https://raw.githubusercontent.com/rfm-book/rfm-book/main"  # keep in sync with _config.yml
+
+
+def _read_committed(relative: str) -> dict | None:
+    """A committed JSON file under ``results/``: from ``RFM_BOOK_RESULTS`` (a folder), else this checkout's
+    ``results/``, else (an installed package, e.g. on Colab) downloaded from the book's repository; None if absent."""
+    folders = [Path(os.environ["RFM_BOOK_RESULTS"])] if os.environ.get("RFM_BOOK_RESULTS") else []
+    folders.append(RESULTS)
+    for folder in folders:
+        path = folder / relative
+        if path.exists():
+            with open(path) as fh:
+                return json.load(fh)
+    if (ROOT / ".git").exists() or (ROOT / "pyproject.toml").exists():
+        return None  # a clone: what is not in its results/ is not committed
+    key = ("url", relative)
+    if key not in _DOWNLOADED:
+        import urllib.error
+        import urllib.request
+
+        try:
+            with urllib.request.urlopen(f"{_results_url()}/{relative}", timeout=10) as resp:
+                _DOWNLOADED[key] = json.loads(resp.read().decode())
+        except (urllib.error.URLError, OSError, ValueError):
+            _DOWNLOADED[key] = None
+    return _DOWNLOADED[key]
+
+
+_DOWNLOADED: dict = {}
+
+
 def load_results(chapter: str, profile: str = "full") -> dict | None:
-    """Committed measured values of a chapter (``results/<chapter>/<profile>.json``), or None when absent."""
+    """Committed measured values of a chapter (``results/<chapter>/<profile>.json``), or None when absent.
+
+    Read from this checkout, or from the book's repository when the package was installed without one (Colab)."""
     _check_name("chapter", chapter)
     _check_profile(profile)
-    path = RESULTS / chapter / f"{profile}.json"
-    if not path.exists():
-        return None
-    with open(path) as fh:
-        return json.load(fh)
+    return _read_committed(f"{chapter}/{profile}.json")
+
+
+def load_calibration(chapter: str) -> dict | None:
+    """The committed ten-seed calibration of a chapter's Checks (``results/calibration/<chapter>.json``) or None."""
+    _check_name("chapter", chapter)
+    return _read_committed(f"calibration/{chapter}.json")
+
+
+def glue(name: str, value, fmt: str | None = None):
+    """Glue a number into the text (myst-nb's ``{glue:text}`name```) and return it as shown.
+
+    ``fmt`` formats the value first (``"{:.3f}"``, ``"{:,}"``). Without myst-nb (Colab, plain Python) nothing is
+    glued and the formatted value is only returned."""
+    shown = fmt.format(value) if fmt is not None else value
+    try:
+        from myst_nb import glue as _glue
+    except ImportError:
+        return shown
+    _glue(name, shown, display=False)
+    return shown
+
+
+def _figures_inline():
+    """In a notebook kernel, a non-interactive MPLBACKEND (Agg, as headless servers set it) would silently drop
+    every figure from the executed notebook: switch to the inline backend there."""
+    if "matplotlib" not in sys.modules and "MPLBACKEND" not in os.environ:
+        return
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    shell = get_ipython()
+    if shell is None or shell.__class__.__name__ != "ZMQInteractiveShell":
+        return
+    import matplotlib
+
+    if matplotlib.get_backend().lower() in ("agg", "pdf", "svg", "ps", "cairo", "template"):
+        shell.run_line_magic("matplotlib", "inline")  # also registers the PNG formatter for figures
+
+
+_figures_inline()
 
 
 def savefig(fig, name: str, output_dir=None):
@@ -152,3 +239,9 @@ def savefig(fig, name: str, output_dir=None):
     path = output_path(output_dir)
     if path is not None:
         fig.savefig(path / f"{name}.png", dpi=120, bbox_inches="tight")
+
+
+from .checks import Check, Checks, record_only  # noqa: E402  (checks reads the helpers above)
+
+__all__ = ["Check", "Checks", "ROOT", "RESULTS", "device_name", "git_commit", "glue", "load_calibration",
+           "load_results", "output_path", "record_only", "savefig", "settings", "summary"]

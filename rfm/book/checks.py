@@ -1,0 +1,343 @@
+"""A chapter's Checks: claims against controls, sanity checks, their ten-seed calibration and the paper-scale run.
+
+A chapter states each checked value once, with its rule, and says what kind of check it is::
+
+    checks = rfm.book.Checks("kernels_and_agop", P, seed=seed, device=dev, output_dir=output_dir)
+    checks.claim("r2_gain_over_laplace", r2_rfm - r2_laplace, at_least=0.2,
+                 what="RFM's test R^2 minus the fixed Laplace kernel's (the control), same data")
+    checks.sanity("agop_closed_form_vs_autograd", rel_err, at_most=1e-4,
+                  what="closed-form AGOP of a kernel machine equals the float64 autograd AGOP")
+    checks.record(r2_rfm=r2_rfm, r2_laplace=r2_laplace)   # measured values that are not checked
+    checks.report()   # the table: rule, this run, seeds 0-9 of the calibration, the committed full-profile run
+    checks.finish()   # writes the measured values as JSON; raises AssertionError listing every failed check
+
+*Claims* are the reproduction: a value that compares the paper's claim with a control measured in the same run
+(an untrained network, random features, iteration 0, shuffled labels, a fixed kernel) that the claim says must
+lose. *Sanity checks* are facts that hold by algebra or by construction; they are shown apart and do not count as
+reproducing anything.
+
+Calibration (``scripts/calibrate.py``, ``make calibrate CHAPTER=<slug>``) executes the chapter for seeds 0-9 with
+the environment variable ``RFM_BOOK_CHECKS=record`` (checks are recorded, never raised) and writes
+``results/calibration/<slug>.json``. When a chapter runs at the calibrated settings, :meth:`Checks.finish` also
+fails if a check is missing from the calibration or if its rule fails at one of the calibrated seeds: thresholds
+must sit beyond the worst seed. The paper-scale run (``scripts/full_run.py``) writes ``results/<slug>/full.json``;
+:meth:`Checks.report` shows its values beside this run's, with their pass/fail.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import statistics
+from dataclasses import dataclass, field
+from pathlib import Path
+
+KINDS = ("claim", "sanity")
+# settings that do not change what a chapter measures: excluded when a run is compared with the calibration
+IGNORED_SETTINGS = ("profile", "device", "output_dir", "seed")
+MODE_ENV = "RFM_BOOK_CHECKS"
+
+
+def record_only() -> bool:
+    """True when checks are recorded but never raised (``RFM_BOOK_CHECKS=record``: calibration, full runs)."""
+    mode = os.environ.get(MODE_ENV, "").strip().lower()
+    if mode not in ("", "raise", "record"):
+        raise ValueError(f"{MODE_ENV} must be 'record' or 'raise' (or unset), got {mode!r}")
+    return mode == "record"
+
+
+def _number(name, value):
+    if hasattr(value, "item") and getattr(value, "ndim", 0) == 0:
+        value = value.item()
+    if isinstance(value, bool):
+        return value
+    if not isinstance(value, (int, float)):
+        raise TypeError(f"check {name!r}: the value must be a number or a bool (a 0-d tensor or array is fine), got "
+                        f"{type(value).__name__}")
+    return float(value) if isinstance(value, float) else value
+
+
+@dataclass
+class Check:
+    """One checked value and its rule (``at_least`` and/or ``at_most``; a bool must be True)."""
+
+    name: str
+    kind: str
+    value: float | int | bool
+    at_least: float | None = None
+    at_most: float | None = None
+    what: str = ""
+
+    def passes(self, value=None) -> bool:
+        v = self.value if value is None else value
+        if v is None or (isinstance(v, float) and math.isnan(v)):
+            return False
+        if isinstance(v, bool) and self.at_least is None and self.at_most is None:
+            return v
+        return (self.at_least is None or v >= self.at_least) and (self.at_most is None or v <= self.at_most)
+
+    @property
+    def rule(self) -> str:
+        if self.at_least is not None and self.at_most is not None:
+            return f"in [{self.at_least:.4g}, {self.at_most:.4g}]"
+        if self.at_least is not None:
+            return f">= {self.at_least:.4g}"
+        if self.at_most is not None:
+            return f"<= {self.at_most:.4g}"
+        return "is True"
+
+    def room(self, value) -> float | None:
+        """How far ``value`` is inside the rule (negative: outside), in the value's units; None for a bool rule."""
+        if isinstance(value, bool) or value is None:
+            return None
+        gaps = []
+        if self.at_least is not None:
+            gaps.append(value - self.at_least)
+        if self.at_most is not None:
+            gaps.append(self.at_most - value)
+        return min(gaps) if gaps else None
+
+    def as_dict(self) -> dict:
+        return dict(kind=self.kind, value=self.value, at_least=self.at_least, at_most=self.at_most,
+                    rule=self.rule, passed=self.passes(), what=self.what)
+
+
+@dataclass
+class Checks:
+    """Collects a chapter's checks; see the module docstring for the workflow."""
+
+    chapter: str
+    params: object
+    seed: int | None = None
+    device: object = None
+    output_dir: object = None
+    checks: dict = field(default_factory=dict)
+    measured: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        from . import _check_name  # noqa: PLC0415 (rfm.book imports this module)
+
+        _check_name("chapter", self.chapter)
+        self._finished = False
+
+    # ------------------------------------------------------------------ stating checks
+    def _add(self, kind, name, value, at_least, at_most, what):
+        if not isinstance(name, str) or not name.isidentifier():
+            raise ValueError(f"a check's name must be an identifier such as 'r2_gain', got {name!r}")
+        if name in self.checks or name in self.measured:
+            raise ValueError(f"check {name!r} is stated twice in chapter {self.chapter!r}")
+        value = _number(name, value)
+        for label, bound in (("at_least", at_least), ("at_most", at_most)):
+            if bound is not None and not isinstance(bound, (int, float)):
+                raise TypeError(f"check {name!r}: {label} must be a number, got {type(bound).__name__}")
+        if at_least is None and at_most is None and not isinstance(value, bool):
+            raise ValueError(f"check {name!r}: give at_least= and/or at_most= (only a bool value may have no bound)")
+        if at_least is not None and at_most is not None and at_least > at_most:
+            raise ValueError(f"check {name!r}: at_least={at_least} is above at_most={at_most}")
+        self.checks[name] = Check(name, kind, value, at_least, at_most, what)
+        return self.checks[name].passes()
+
+    def claim(self, name, value, *, at_least=None, at_most=None, what=""):
+        """A reproduction check: ``value`` compares the paper's claim with a control from the same run.
+
+        Returns whether it passes (the failure is raised by :meth:`finish`, after every check has been shown).
+        """
+        return self._add("claim", name, value, at_least, at_most, what)
+
+    def sanity(self, name, value, *, at_least=None, at_most=None, what=""):
+        """A labelled sanity check: a fact that holds by algebra or by construction (it reproduces nothing)."""
+        return self._add("sanity", name, value, at_least, at_most, what)
+
+    def record(self, **values):
+        """Measured values written with the checks (JSON-able: numbers, lists, dicts, tensors)."""
+        clash = sorted(set(values) & set(self.checks))
+        if clash:
+            raise ValueError(f"{clash} are already checks of this chapter; record other names")
+        self.measured.update(values)
+
+    # ------------------------------------------------------------------ reading the committed runs
+    def settings(self) -> dict:
+        params = vars(self.params) if hasattr(self.params, "__dict__") else dict(self.params)
+        return {k: v for k, v in params.items() if k not in IGNORED_SETTINGS}
+
+    def calibration(self) -> dict | None:
+        from . import load_calibration  # noqa: PLC0415
+
+        return load_calibration(self.chapter)
+
+    def at_calibrated_settings(self, calib=None) -> bool:
+        """Whether this run has the profile and settings of the committed calibration (any seed, any device)."""
+        from . import _jsonable  # noqa: PLC0415
+
+        calib = self.calibration() if calib is None else calib
+        params = vars(self.params) if hasattr(self.params, "__dict__") else dict(self.params)
+        return bool(calib) and calib.get("profile") == params.get("profile") and \
+            calib.get("settings") == _jsonable(self.settings())
+
+    def problems(self) -> list[str]:
+        """Every reason the checks fail: a failed rule, or (at the calibrated settings) a stale calibration."""
+        out = [f"{c.kind} {c.name} = {c.value!r}, needs {c.rule}" + (f" ({c.what})" if c.what else "")
+               for c in self.checks.values() if not c.passes()]
+        calib = self.calibration()
+        if calib and self.at_calibrated_settings(calib):
+            for c in self.checks.values():
+                entry = calib["checks"].get(c.name)
+                if entry is None:
+                    out.append(f"{c.name} is not in results/calibration/{self.chapter}.json: run "
+                               f"`make calibrate CHAPTER={self.chapter}`")
+                    continue
+                bad = [s for s, v in zip(calib["seeds"], entry["values"]) if not c.passes(v)]
+                if bad:
+                    out.append(f"the rule {c.name} {c.rule} fails at calibrated seed(s) {bad}: a threshold must sit "
+                               f"beyond the worst of the calibration's seeds")
+        return out
+
+    # ------------------------------------------------------------------ showing and finishing
+    def table(self) -> list[dict]:
+        """One row per check: kind, rule, this run, calibration min/median/max and worst room, full-profile run."""
+        from . import load_results  # noqa: PLC0415
+
+        calib = self.calibration() or {}
+        full = load_results(self.chapter, "full") or {}
+        full_checks = full.get("checks", {})
+        rows = []
+        for c in sorted(self.checks.values(), key=lambda c: KINDS.index(c.kind)):
+            row = dict(check=c.name, kind=c.kind, rule=c.rule, this_run=c.value, passes=c.passes())
+            entry = calib.get("checks", {}).get(c.name)
+            if entry:
+                vals = [v for v in entry["values"] if v is not None]
+                nums = [float(v) for v in vals if not isinstance(v, bool)]
+                if nums:
+                    row.update(seeds_min=min(nums), seeds_median=statistics.median(nums), seeds_max=max(nums))
+                    rooms = [c.room(v) for v in nums]
+                    row["worst_room"] = min(rooms) if rooms and rooms[0] is not None else None
+                row["seeds_passing"] = f"{sum(c.passes(v) for v in entry['values'])}/{len(entry['values'])}"
+            if c.name in full_checks:
+                f = full_checks[c.name]
+                row.update(full=f["value"], full_passes=c.passes(f["value"]))
+            rows.append(row)
+        return rows
+
+    def report(self):
+        """Show the checks table (as a Markdown table in a notebook, as text elsewhere) and the runs it reads."""
+        calib = self.calibration()
+        from . import load_results  # noqa: PLC0415
+
+        full = load_results(self.chapter, "full")
+        lines = []
+        if calib:
+            where = "this run's settings" if self.at_calibrated_settings(calib) else \
+                "the calibrated settings, which differ from this run's"
+            lines.append(f"Calibration: seeds {_seeds(calib['seeds'])}, profile {calib['profile']}, at {where}; "
+                         f"{calib['machine']}, {calib['date'][:10]}, commit {calib['commit']} "
+                         f"(`results/calibration/{self.chapter}.json`).")
+        else:
+            lines.append(f"No calibration is committed (`results/calibration/{self.chapter}.json`).")
+        if full:
+            lines.append(f"Full profile: {full['device']}, {full['date'][:10]}, commit {full['commit']}"
+                         + (f", {full['seconds'] / 60:.0f} min" if full.get("seconds") else "")
+                         + f" (`results/{self.chapter}/full.json`).")
+        else:
+            lines.append(f"No full-profile run is committed (`results/{self.chapter}/full.json`).")
+        rows = self.table()
+        cols = ["check", "kind", "rule", "this_run", "passes", "seeds_min", "seeds_median", "seeds_max",
+                "worst_room", "seeds_passing", "full", "full_passes"]
+        head = ["check", "kind", "rule", "this run", "passes", "seeds: min", "median", "max", "worst seed's room",
+                "seeds passing", "full profile", "full passes"]
+        body = [[_fmt(r.get(k)) for k in cols] for r in rows]
+        md = "\n".join(lines) + "\n\n| " + " | ".join(head) + " |\n|" + "---|" * len(head) + "\n" + \
+            "\n".join("| " + " | ".join(b) + " |" for b in body)
+        if _in_notebook():
+            from IPython.display import Markdown, display  # noqa: PLC0415
+
+            display(Markdown(md))
+        else:
+            print(md)
+        return rows
+
+    def finish(self) -> dict:
+        """Write the measured values and checks as JSON (:func:`rfm.book.summary`); raise if any check fails.
+
+        With ``RFM_BOOK_CHECKS=record`` nothing is raised: calibration and paper-scale runs record every value.
+        """
+        from . import summary  # noqa: PLC0415
+
+        if not self.checks:
+            raise ValueError(f"chapter {self.chapter!r} states no checks before finish()")
+        measured = {**{name: c.value for name, c in self.checks.items()}, **self.measured}
+        record = summary(self.chapter, self.params, measured=measured, device=self.device, seed=self.seed,
+                         output_dir=self.output_dir, checks={n: c.as_dict() for n, c in self.checks.items()})
+        self._finished = True
+        problems = self.problems()
+        if problems and not record_only():
+            raise AssertionError(f"{len(problems)} check(s) of {self.chapter} failed:\n  " + "\n  ".join(problems))
+        return record
+
+
+def _seeds(seeds) -> str:
+    seeds = list(seeds)
+    if seeds and seeds == list(range(seeds[0], seeds[-1] + 1)):
+        return f"{seeds[0]}–{seeds[-1]}"
+    return ", ".join(map(str, seeds))
+
+
+def _fmt(v) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, bool):
+        return "yes" if v else "**NO**"
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return str(v)
+
+
+def _in_notebook() -> bool:
+    try:
+        from IPython import get_ipython  # noqa: PLC0415
+    except ImportError:
+        return False
+    shell = get_ipython()
+    return shell is not None and shell.__class__.__name__ == "ZMQInteractiveShell"
+
+
+def calibration_from_records(records: list[dict], seconds: dict | None = None) -> dict:
+    """Merge the JSON records of one chapter run per seed into the calibration file's content."""
+    from . import _jsonable, device_name, git_commit  # noqa: PLC0415
+    import datetime as _dt  # noqa: PLC0415
+    import platform  # noqa: PLC0415
+
+    if not records:
+        raise ValueError("no records to calibrate from")
+    records = sorted(records, key=lambda r: r["seed"])
+    first = records[0]
+    chapter, profile = first["chapter"], first["profile"]
+    settings = {k: v for k, v in first["params"].items() if k not in IGNORED_SETTINGS}
+    for r in records[1:]:
+        other = {k: v for k, v in r["params"].items() if k not in IGNORED_SETTINGS}
+        if r["chapter"] != chapter or r["profile"] != profile or other != settings:
+            raise ValueError(f"seed {r['seed']} ran other settings than seed {first['seed']}")
+    names = list(first.get("checks", {}))
+    checks = {}
+    for name in names:
+        spec = first["checks"][name]
+        values = [r.get("checks", {}).get(name, {}).get("value") for r in records]
+        nums = [float(v) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
+        rule = Check(name, spec["kind"], spec["value"], spec["at_least"], spec["at_most"], spec.get("what", ""))
+        checks[name] = dict(kind=spec["kind"], what=spec.get("what", ""), at_least=spec["at_least"],
+                            at_most=spec["at_most"], rule=rule.rule, values=values,
+                            passed=[rule.passes(v) for v in values],
+                            **(dict(min=min(nums), median=statistics.median(nums), max=max(nums)) if nums else {}))
+    scalars = sorted({k for r in records for k, v in r.get("measured", {}).items()
+                      if k not in checks and isinstance(v, (int, float))})
+    return dict(
+        chapter=chapter, profile=profile, settings=_jsonable(settings), seeds=[r["seed"] for r in records],
+        date=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), commit=git_commit(),
+        machine=f"{device_name('cpu')}, {platform.platform()}", device=first.get("device"),
+        seconds=_jsonable(seconds or {}), checks=checks,
+        measured={k: [r.get("measured", {}).get(k) for r in records] for k in scalars},
+    )
+
+
+def write_json(path: Path, content: dict):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(content, indent=1) + "\n")

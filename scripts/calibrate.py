@@ -1,0 +1,111 @@
+"""Calibrate a chapter's Checks over seeds: run its smoke profile once per seed and commit the table.
+
+    python scripts/calibrate.py <slug> [--seeds 10] [--jobs 2] [-p NAME VALUE ...]
+    make calibrate CHAPTER=<slug> SEEDS=10
+
+Each seed is a headless rerun of ``notebooks/<slug>.py`` (``scripts/rerun.py``, papermill, as a reader reruns it)
+with ``RFM_BOOK_CHECKS=record``: every check is recorded, none raised. ``--jobs`` runs go side by side (two on
+the book's 2-core machine). The per-seed records are merged into ``results/calibration/<slug>.json``: the settings,
+machine, date, commit, every check's rule and its value at each seed, and the scalar measured values. The table of
+min / median / max beside each rule is printed; a rule that fails at some seed is marked and the exit status is 1.
+``-p`` overrides a parameter for every seed (calibrating other settings than the profile's defaults writes the
+file all the same: the chapter compares its settings with it).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run_seed(src: Path, seed, profile, extra, out: Path, timeout):
+    slug = src.stem
+    cmd = [sys.executable, str(ROOT / "scripts" / "rerun.py"), str(src),
+           "-p", "profile", profile, "-p", "seed", str(seed), "--out", str(out)]
+    for name, value in extra:
+        cmd += ["-p", name, value]
+    env = dict(os.environ, RFM_BOOK_CHECKS="record", MPLBACKEND="Agg")
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout, cwd=ROOT)
+    seconds = time.perf_counter() - t0
+    path = out / f"{slug}_{profile}.json"
+    if proc.returncode != 0 or not path.exists():
+        raise RuntimeError(f"seed {seed} failed (exit {proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    record = json.loads(path.read_text())
+    if record.get("seed") != seed:
+        raise RuntimeError(f"seed {seed}: the chapter wrote seed={record.get('seed')!r}; pass seed=seed to "
+                           "rfm.book.Checks")
+    if "checks" not in record:
+        raise RuntimeError(f"seed {seed}: the record has no checks; the chapter must use rfm.book.Checks")
+    return record, seconds
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("chapter", help="the chapter's slug (notebooks/<slug>.py), or the path of a chapter")
+    ap.add_argument("--seeds", type=int, default=10, help="seeds 0..SEEDS-1 (default 10)")
+    ap.add_argument("--jobs", type=int, default=2, help="runs side by side (default 2)")
+    ap.add_argument("--profile", default="smoke")
+    ap.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"))
+    ap.add_argument("--timeout", type=int, default=1800, help="seconds per seed (default 1800)")
+    ap.add_argument("--out", type=Path, default=None, help="the calibration file (default results/calibration/"
+                                                            "<slug>.json)")
+    args = ap.parse_args(argv)
+    given = Path(args.chapter)
+    slug = given.stem
+    src = given.resolve() if given.suffix == ".py" and given.exists() else ROOT / "notebooks" / f"{slug}.py"
+    if not src.exists():
+        ap.error(f"no chapter {src}")
+    if args.seeds < 1 or args.jobs < 1:
+        ap.error("--seeds and --jobs must be positive")
+    sys.path.insert(0, str(ROOT))
+    from rfm.book.checks import calibration_from_records, write_json
+
+    records, seconds = [], {}
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix=f"calibrate-{slug}-") as tmp, \
+            ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        futures = {s: pool.submit(run_seed, src, s, args.profile, args.parameter, Path(tmp) / f"seed{s}",
+                                  args.timeout) for s in range(args.seeds)}
+        failed = []
+        for s, fut in futures.items():
+            try:
+                record, secs = fut.result()
+            except Exception as exc:  # noqa: BLE001 (reported, then the run fails)
+                failed.append(s)
+                print(f"seed {s}: {exc}", file=sys.stderr, flush=True)
+                continue
+            records.append(record)
+            seconds[s] = round(secs, 1)
+            print(f"seed {s}: {secs:.0f} s", flush=True)
+    if failed:
+        print(f"calibrate: seeds {failed} did not run through; nothing written", file=sys.stderr)
+        return 2
+    calib = calibration_from_records(records, seconds)
+    calib["wall_seconds"] = round(time.perf_counter() - t0, 1)
+    calib["jobs"] = args.jobs
+    path = args.out or ROOT / "results" / "calibration" / f"{slug}.json"
+    write_json(path, calib)
+    bad = 0
+    print(f"\n{'check':34s} {'kind':7s} {'rule':>16s} {'min':>10s} {'median':>10s} {'max':>10s}  seeds passing")
+    for name, c in calib["checks"].items():
+        ok = sum(c["passed"])
+        bad += ok < len(c["passed"])
+        fmt = lambda v: f"{v:10.4g}" if isinstance(v, (int, float)) else f"{'-':>10s}"  # noqa: E731
+        print(f"{name:34s} {c['kind']:7s} {c['rule']:>16s} {fmt(c.get('min'))} {fmt(c.get('median'))} "
+              f"{fmt(c.get('max'))}  {ok}/{len(c['passed'])}" + ("" if ok == len(c["passed"]) else "  <- FAILS"))
+    print(f"\nwrote {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path} "
+          f"({calib['wall_seconds']:.0f} s, {args.jobs} side by side)")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
