@@ -5,7 +5,8 @@
 
 Each seed is a headless rerun of ``notebooks/<slug>.py`` (``scripts/rerun.py``, papermill, as a reader reruns it)
 with ``RFM_BOOK_CHECKS=record``: every check is recorded, none raised. ``--jobs`` runs go side by side (two on
-the book's 2-core machine). The per-seed records are merged into ``results/calibration/<slug>.json``: the settings,
+the book's 2-core machine), each with its share of the cores as threads, as the book build runs them. The per-seed
+records are merged into ``results/calibration/<slug>.json``: the settings,
 machine, date, commit, every check's rule and its value at each seed, and the scalar measured values. The table of
 min / median / max beside each rule is printed; a rule that fails at some seed is marked and the exit status is 1.
 ``-p`` overrides a parameter for every seed (calibrating other settings than the profile's defaults writes the
@@ -26,13 +27,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def run_seed(src: Path, seed, profile, extra, out: Path, timeout):
+def run_seed(src: Path, seed, profile, extra, out: Path, timeout, threads=1):
     slug = src.stem
     cmd = [sys.executable, str(ROOT / "scripts" / "rerun.py"), str(src),
            "-p", "profile", profile, "-p", "seed", str(seed), "--out", str(out)]
     for name, value in extra:
         cmd += ["-p", name, value]
     env = dict(os.environ, RFM_BOOK_CHECKS="record", MPLBACKEND="Agg")
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):  # share the cores, as the book does
+        env.setdefault(var, str(threads))
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout, cwd=ROOT)
     seconds = time.perf_counter() - t0
@@ -69,12 +72,13 @@ def main(argv=None) -> int:
     sys.path.insert(0, str(ROOT))
     from rfm.book.checks import calibration_from_records, write_json
 
+    threads = max(1, (os.cpu_count() or 1) // args.jobs)
     records, seconds = [], {}
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix=f"calibrate-{slug}-") as tmp, \
             ThreadPoolExecutor(max_workers=args.jobs) as pool:
         futures = {s: pool.submit(run_seed, src, s, args.profile, args.parameter, Path(tmp) / f"seed{s}",
-                                  args.timeout) for s in range(args.seeds)}
+                                  args.timeout, threads) for s in range(args.seeds)}
         failed = []
         for s, fut in futures.items():
             try:
