@@ -194,3 +194,18 @@ def test_full_run_script_commits_the_record_and_figures(tmp_path):
     assert record["profile"] == "full" and record["params"]["n"] == 400 and record["seconds"] > 0
     assert set(record["checks"]) == {"mass_gain", "r2_finite"}
     assert (tmp_path / "tiny_chapter" / "full_figures" / "tiny_chapter_agop_diagonal.png").exists()
+
+
+def test_a_calibration_made_at_other_settings_than_the_defaults_is_stale(results):
+    (results / "calibration").mkdir()
+    (results / "calibration" / "demo.json").write_text(json.dumps(calibration_from_records(_records([0.5]))))
+    P_now = rfm.book.settings("smoke", smoke=dict(n=200, d=5), full=dict(n=1000, d=5))  # the chapter's n changed
+    checks = Checks("demo", P_now)
+    checks.claim("gain", 0.6, at_least=0.2)
+    with pytest.raises(AssertionError, match="other settings than this profile's defaults"):
+        checks.finish()
+    P_reader = rfm.book.settings("smoke", smoke=dict(n=200, d=5), full=dict(n=1000, d=5), n=400)
+    assert P_reader.overridden == ["n"] and P_reader.defaults["n"] == 200 and "_defaults" not in vars(P_reader)
+    checks = Checks("demo", P_reader)
+    checks.claim("gain", 0.6, at_least=0.2)
+    checks.finish()  # a reader's own settings are compared with the calibration, not held to it

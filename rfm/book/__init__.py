@@ -46,7 +46,32 @@ def _check_name(name: str, value) -> str:
     return value
 
 
-def settings(profile: str, smoke: dict, full: dict, **overrides) -> SimpleNamespace:
+class Settings(SimpleNamespace):
+    """A chapter's settings (a namespace); :attr:`defaults` keeps the profile's values before any override."""
+
+    __slots__ = ("_defaults",)
+
+    def __reduce__(self):  # copies and pickles keep the defaults
+        return _rebuild_settings, (dict(vars(self)), dict(getattr(self, "_defaults", {})))
+
+    @property
+    def defaults(self) -> dict:
+        """The profile's settings as the chapter defines them, before the reader's overrides."""
+        return dict(getattr(self, "_defaults", {}))
+
+    @property
+    def overridden(self) -> list[str]:
+        """The names whose value differs from the profile's default."""
+        return sorted(k for k, v in self.defaults.items() if getattr(self, k, None) != v)
+
+
+def _rebuild_settings(values, defaults):
+    out = Settings(**values)
+    out._defaults = defaults
+    return out
+
+
+def settings(profile: str, smoke: dict, full: dict, **overrides) -> Settings:
     """The profile's settings, with every override that is not None applied (unknown names are an error)."""
     _check_profile(profile)
     for name, value in (("smoke", smoke), ("full", full)):
@@ -57,8 +82,12 @@ def settings(profile: str, smoke: dict, full: dict, **overrides) -> SimpleNamesp
     unknown = sorted(set(overrides) - set(base))
     if unknown:
         raise ValueError(f"overrides {unknown} are not settings of this chapter; known: {sorted(base)}")
-    base.update({k: v for k, v in overrides.items() if v is not None})
-    return SimpleNamespace(profile=profile, **base)
+    out = Settings(profile=profile, **base)
+    out._defaults = dict(profile=profile, **base)
+    for k, v in overrides.items():
+        if v is not None:
+            setattr(out, k, v)
+    return out
 
 
 def git_commit() -> str | None:
@@ -243,5 +272,5 @@ def savefig(fig, name: str, output_dir=None):
 
 from .checks import Check, Checks, record_only  # noqa: E402  (checks reads the helpers above)
 
-__all__ = ["Check", "Checks", "ROOT", "RESULTS", "device_name", "git_commit", "glue", "load_calibration",
+__all__ = ["Check", "Checks", "ROOT", "RESULTS", "Settings", "device_name", "git_commit", "glue", "load_calibration",
            "load_results", "output_path", "record_only", "savefig", "settings", "summary"]

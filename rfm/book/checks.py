@@ -179,6 +179,11 @@ class Checks:
         out = [f"{c.kind} {c.name} = {c.value!r}, needs {c.rule}" + (f" ({c.what})" if c.what else "")
                for c in self.checks.values() if not c.passes()]
         calib = self.calibration()
+        defaults = getattr(self.params, "defaults", None)
+        if calib and defaults is not None and not self.params.overridden and \
+                calib.get("profile") == defaults.get("profile") and not self.at_calibrated_settings(calib):
+            out.append(f"results/calibration/{self.chapter}.json was made at other settings than this profile's "
+                       f"defaults ({calib.get('settings')}): run `make calibrate CHAPTER={self.chapter}`")
         if calib and self.at_calibrated_settings(calib):
             for c in self.checks.values():
                 entry = calib["checks"].get(c.name)
