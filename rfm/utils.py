@@ -103,6 +103,8 @@ def psd_power(A: torch.Tensor, power: float) -> torch.Tensor:
             A = A.to(torch.float64)
         if not bool(torch.isfinite(A).all()):
             raise ValueError("A (a diagonal) contains NaN or infinite values")
+        if power == 0:  # the projector onto the range, as for a matrix (0 ** 0 would give 1 on the null space)
+            return (A > 0).to(A.dtype)
         return A.clamp_min(0) ** power
     if A.ndim != 2:
         raise ValueError(f"A must be a symmetric matrix (d, d) or the diagonal (d,) of a diagonal one, got shape "

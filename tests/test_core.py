@@ -181,3 +181,10 @@ def test_polynomial_kernels_ignore_a_kernel_matrix():
 def test_book_root_is_the_repository_root():
     import rfm.book
     assert (rfm.book.ROOT / "_toc.yml").exists() and rfm.book.RESULTS == rfm.book.ROOT / "results"
+
+
+def test_psd_power_zero_is_the_range_projector_for_a_diagonal_as_for_a_matrix():
+    d = torch.tensor([2.0, 0.0, 0.5], dtype=torch.float64)
+    assert torch.equal(rfm.psd_power(d, 0), torch.tensor([1.0, 0.0, 1.0], dtype=torch.float64))
+    assert torch.allclose(rfm.psd_power(torch.diag(d), 0), torch.diag(rfm.psd_power(d, 0)), atol=1e-12)
+    assert torch.allclose(rfm.psd_power(d, 0.5), d.sqrt())
