@@ -3,17 +3,19 @@
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
-# This machine's pip finds a local CPU wheel of torch 2.13.0; a reader with a GPU can pass TORCH_SPEC=torch
-# (or install their own torch into the venv first: an installed torch is kept).
+# torch: scripts/install_torch.py keeps an installed torch; else, without an NVIDIA GPU, the CPU build (PyTorch's CPU
+# wheel index when it answers, else the default index), with one, the CUDA build its driver runs. TORCH_SPEC (pip
+# words, unquoted: "torch==2.13.0 torchvision") and TORCH_INDEX_URL (overrides the index) pass through.
 TORCH_SPEC ?= torch==2.13.0
+TORCH_INDEX_URL ?=
 
 .PHONY: setup book test unit chapters sync browser-check bench calibrate full clean
 setup: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	test -x $(PY) || $(PYTHON) -m venv $(VENV) || { rm -rf $(VENV); echo "setup: '$(PYTHON) -m venv' failed; on Debian/Ubuntu: sudo apt-get install python3-venv"; exit 1; }
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q "$(TORCH_SPEC)"
+	$(PY) scripts/install_torch.py $(if $(TORCH_INDEX_URL),--index-url $(TORCH_INDEX_URL)) $(TORCH_SPEC)
 	$(PY) -m pip install -q -e ".[book,test]"
 	touch $@
 
