@@ -23,6 +23,7 @@ from .core.agop import AGOPAccumulator, agop, jacobians
 from .core.feature_matrix import FeatureMatrix, as_feature_matrix, feature_matrix_from_agop, feature_update
 from .core.kernels import (GaussianKernel, Kernel, LaplaceKernel, PolynomialKernel, QuadraticKernel, get_kernel,
                            kernel_matrix)
+from .core.ntk import NTKKernel
 from .core.machine import KernelMachine, kernel_agop, kernel_gradients
 from .core.cg import AutoSolver, CGSolver
 from .core.solvers import DirectSolver, get_solver, solve_krr
@@ -35,7 +36,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AGOPAccumulator", "AutoSolver", "CGSolver", "DegenerateAGOPError", "DirectSolver", "FeatureMatrix", "GaussianKernel", "Kernel",
-    "KernelMachine", "LaplaceKernel", "PolynomialKernel", "QuadraticKernel", "RFMClassifier", "RFMRegressor",
+    "KernelMachine", "LaplaceKernel", "NTKKernel", "PolynomialKernel", "QuadraticKernel", "RFMClassifier", "RFMRegressor",
     "accuracy", "agop", "as_feature_matrix", "feature_matrix_from_agop", "feature_update", "get_device",
     "get_kernel", "get_solver", "jacobians", "kernel_agop", "kernel_gradients", "kernel_matrix", "make_generator",
     "matrix_correlation", "mse", "psd_power", "r2_score", "seed_everything", "solve_krr", "subspace_overlap",

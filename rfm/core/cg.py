@@ -131,14 +131,14 @@ class KernelOperator:
         # the columns' points against all points, K[idx, :]^T, with exact zeros where idx meets a duplicate
         idx = idx.to(self.Xt.device)
         B = pairwise_(self.kernel, self.Xt[idx], self.Xt, pairs=subset_pairs(self.pairs, idx, self.Xt.shape[0]))
+        if self.kernel.uses_norms:
+            xx = self.Xt.square().sum(1)
+            return self.kernel.norm_values_(B, xx[idx], xx).T
         return self.kernel.values_(B).T
 
     def diagonal(self) -> torch.Tensor:
         """diag(K): k(x, x), 1 for the Laplace and Gaussian kernels."""
-        Xt = self.Xt
-        if self.kernel.radial:
-            return self.kernel.values_(torch.zeros(Xt.shape[0], 1, dtype=Xt.dtype, device=Xt.device))[:, 0]
-        return self.kernel.values_(Xt.square().sum(1, keepdim=True))[:, 0]
+        return self.kernel.diagonal_values(self.Xt.square().sum(1))
 
 
 def rpcholesky(op: KernelOperator, rank: int, *, block: int = 100, generator=None, dtype=torch.float64):

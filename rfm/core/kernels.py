@@ -48,6 +48,8 @@ class Kernel:
 
     name = "kernel"
     radial = True
+    uses_norms = False  # True: values need the squared norms of both points too (norm_values_; the NTK)
+    buffers = 1         # n-wide numbers per row of a block that computing the values takes (the memory policy)
 
     def __init__(self, bandwidth: float = 1.0):
         self.bandwidth = float(check_number("bandwidth", bandwidth, low=0, low_inclusive=False))
@@ -59,6 +61,17 @@ class Kernel:
     def weights_(self, B: torch.Tensor) -> torch.Tensor:
         """Turn the block B of squared distances or inner products into gradient weights, in place; returns B."""
         raise NotImplementedError
+
+    def norm_values_(self, B, zz, xx):
+        """Kernel values from B and the squared norms zz (rows) and xx (columns) of the transformed points, in
+        place; kernels with ``uses_norms`` (the NTK) override it, the others ignore the norms."""
+        return self.values_(B)
+
+    def diagonal_values(self, sq_norms: torch.Tensor) -> torch.Tensor:
+        """k(x, x) for points with squared (transformed) norms ``sq_norms``, as a new tensor."""
+        if self.radial:
+            return self.values_(torch.zeros_like(sq_norms)[:, None])[:, 0]
+        return self.values_(sq_norms.clone()[:, None])[:, 0]
 
     def weights_from_values_(self, K: torch.Tensor):
         """Turn a block of kernel values into the gradient weights, in place, when the kernel allows it (radial
@@ -200,9 +213,10 @@ def get_kernel(kernel="laplace", **params) -> Kernel:
 
     Parameters
     ----------
-    kernel : {"laplace", "gaussian", "polynomial", "quadratic"} or Kernel, default "laplace"
+    kernel : {"laplace", "gaussian", "polynomial", "quadratic", "ntk"} or Kernel, default "laplace"
     **params
-        The kernel's parameters (``bandwidth``; ``exponent`` for Laplace; ``degree`` and ``c`` for polynomial).
+        The kernel's parameters (``bandwidth``; ``exponent`` for Laplace; ``degree`` and ``c`` for polynomial;
+        ``depth`` and ``bias`` for the ReLU NTK, :class:`rfm.core.ntk.NTKKernel`).
         Parameters a kernel does not take are rejected by name, e.g. ``get_kernel("gaussian", exponent=2)``.
 
     Examples
@@ -259,15 +273,16 @@ def kernel_blocks(kernel: Kernel, Zt, Xt, *, pairs=None, mem_bytes=None, extra_c
     which is overwritten by the next block."""
     n = Xt.shape[0]
     mem = resolve_mem_bytes(mem_bytes, Xt.device)
-    rows = min(max(1, Zt.shape[0]), block_rows(n, n + extra_cols, Xt.element_size(), mem))
-    xx = Xt.square().sum(1) if kernel.radial else None
-    zz = Zt.square().sum(1) if kernel.radial else None
+    rows = min(max(1, Zt.shape[0]), block_rows(n, kernel.buffers * n + extra_cols, Xt.element_size(), mem))
+    norms = kernel.radial or kernel.uses_norms
+    xx = Xt.square().sum(1) if norms else None
+    zz = Zt.square().sum(1) if norms else None
     buf = None if out is not None else torch.empty(rows, n, dtype=Xt.dtype, device=Xt.device)
     for sl in iter_blocks(Zt.shape[0], rows):
         target = out[sl] if out is not None else buf[: sl.stop - sl.start]
         B = pairwise_(kernel, Zt[sl], Xt, zz=None if zz is None else zz[sl], xx=xx, pairs=block_pairs(pairs, sl),
                       out=target)
-        yield sl, kernel.values_(B)
+        yield sl, kernel.norm_values_(B, zz[sl], xx) if kernel.uses_norms else kernel.values_(B)
 
 
 def kernel_matrix(kernel, X, Z=None, fm=None, *, transformed: bool = False, pairs=None,
@@ -304,3 +319,8 @@ def kernel_matrix(kernel, X, Z=None, fm=None, *, transformed: bool = False, pair
     for _ in kernel_blocks(kernel, X, Z, pairs=pairs, mem_bytes=mem_bytes, out=K):
         pass
     return K
+
+
+from .ntk import NTKKernel  # noqa: E402  (ntk builds on Kernel above)
+
+KERNELS["ntk"] = NTKKernel
