@@ -214,19 +214,71 @@ def test_off_diagonal_fourier_energy_is_the_circulant_deviation():
 
 # -- alignment and random circulant features -----------------------------------------------------------------------
 
-def test_agop_alignment_compares_only_the_off_diagonal_block():
+def test_agop_alignment_off_diagonal_compares_only_the_off_diagonal_block():
     g = torch.Generator().manual_seed(4)
     p = 7
     A = torch.randn(2 * p, 2 * p, generator=g, dtype=torch.float64)
     M = A @ A.T
-    assert mod.agop_alignment(M, M) == pytest.approx(1.0)
-    assert mod.agop_alignment(M, -3 * M) == pytest.approx(-1.0)
+    assert mod.agop_alignment(M, M, part="off_diagonal") == pytest.approx(1.0)
+    assert mod.agop_alignment(M, -3 * M, part="off_diagonal") == pytest.approx(-1.0)
     N = M.clone()
     N[:p, :p] += 100 * torch.eye(p, dtype=torch.float64)
-    assert mod.agop_alignment(M, N) == pytest.approx(1.0)
+    assert mod.agop_alignment(M, N, part="off_diagonal") == pytest.approx(1.0)
+    assert mod.agop_alignment(M, N) < 0.9        # the whole-matrix cosine sees the changed diagonal block
     # the identity has a zero off-diagonal block: the alignment is undefined and says so
     with pytest.raises(ValueError):
-        mod.agop_alignment(torch.eye(2 * p), M)
+        mod.agop_alignment(torch.eye(2 * p), M, part="off_diagonal")
+
+
+def test_agop_alignment_whole_is_the_cosine_of_the_whole_matrices():
+    g = torch.Generator().manual_seed(5)
+    p = 5
+    A, B = (torch.randn(2 * p, 2 * p, generator=g, dtype=torch.float64) for _ in range(2))
+    M, N = A @ A.T, B @ B.T
+    expected = float((M * N).sum() / (M.norm() * N.norm()))   # brute force
+    assert mod.agop_alignment(M, N) == pytest.approx(expected, rel=1e-12)
+    assert mod.agop_alignment(M, N, part="whole") == pytest.approx(expected, rel=1e-12)
+    # M_0 = I: cos(I, N) = tr(N) / (sqrt(2p) |N|_F), defined (unlike the off-diagonal form)
+    I = torch.eye(2 * p, dtype=torch.float64)
+    assert mod.agop_alignment(I, N) == pytest.approx(float(torch.trace(N) / ((2 * p) ** 0.5 * N.norm())), rel=1e-12)
+    with pytest.raises(ValueError):
+        mod.agop_alignment(M, N, part="diagonal")
+
+
+def test_rolled_variance_scale_is_the_fraction_over_n():
+    n = 61
+    A = torch.randn(n, n, generator=torch.Generator().manual_seed(6), dtype=torch.float64)
+    D = mod.circulant_deviation(A)
+    assert mod.circulant_deviation(A, scale="rolled_variance") == pytest.approx(D / n, rel=1e-12)
+    # one non-zero entry: exactly 1 - 1/n as a fraction, (1 - 1/n) / n on the rolled-variance scale
+    E = torch.zeros(n, n, dtype=torch.float64)
+    E[3, 10] = 1.0
+    assert mod.circulant_deviation(E, scale="rolled_variance") == pytest.approx((1 - 1 / n) / n, rel=1e-12)
+    S = torch.stack([torch.roll(A[i], -i) for i in range(n)])
+    assert mod.circulant_deviation(A, scale="rolled_variance") == pytest.approx(
+        float(S.var(0, unbiased=False).sum() / A.square().sum()), rel=1e-12)
+    with pytest.raises(ValueError):
+        mod.circulant_deviation(A, scale="percent")
+
+
+def test_correct_class_mse_by_brute_force():
+    g = torch.Generator().manual_seed(7)
+    out = torch.randn(6, 4, generator=g, dtype=torch.float64)
+    labels = [0, 3, 1, 1, 2, 0]
+    Y = torch.nn.functional.one_hot(torch.tensor(labels), 4).double()
+    expected = sum((float(out[i, c]) - 1) ** 2 for i, c in enumerate(labels)) / 6
+    assert mod.correct_class_mse(out, Y) == pytest.approx(expected, rel=1e-12)
+    assert mod.correct_class_mse(Y, Y) == 0.0
+    with pytest.raises(ValueError):
+        mod.correct_class_mse(out, Y[:, :3])
+
+
+def test_first_reaching():
+    assert mod.first_reaching([0, 5, 10, 15], [0.0, 0.2, 0.99, 1.0], 0.99) == 10
+    assert mod.first_reaching([0, 5, 10], [3.0, 2.0, 1.0], 2.0, below=True) == 5
+    assert mod.first_reaching([0, 1], [0.1, 0.2], 0.5) is None
+    with pytest.raises(ValueError):
+        mod.first_reaching([0, 1], [0.1], 0.5)
 
 
 @pytest.mark.parametrize("op", mod.OPERATIONS)
@@ -353,8 +405,14 @@ def test_grokking_progress_records_each_iteration():
     assert progress.column("train_acc") == [1.0, 1.0, 1.0]
     dev = progress.column("circulant_deviation")
     assert np.isnan(dev[0]) and 0 < dev[1] < 1                             # M_0 = I has a zero block
-    align = progress.alignment()
-    assert np.isnan(align[0]) and align[-1] == pytest.approx(1.0)
+    align = progress.alignment()                                           # the paper's: whole matrices
+    assert 0 < align[0] < 1 and align[-1] == pytest.approx(1.0)
+    M0, MT = progress.records[0]["M"], progress.records[-1]["M"]
+    assert align[0] == pytest.approx(float(torch.trace(MT) / ((2 * data.p) ** 0.5 * MT.norm())), rel=1e-10)
+    block = progress.alignment(part="off_diagonal")
+    assert np.isnan(block[0]) and block[-1] == pytest.approx(1.0)
+    # the correct-class loss is the mean of (f_y(x) - 1)^2 over the test pairs
+    assert all(0 <= c for c in progress.column("test_correct_mse"))
     # every gradient sums to zero over a digit's one-hot coordinates, so every block of M has zero row sums (up to
     # the square root of round-off, ~1e-8, that AGOP^(1/2) makes of the AGOP's zero eigenvalues)
     M, p = progress.records[-1]["M"], data.p

@@ -13,8 +13,10 @@ arithmetic via average gradient outer product" (arXiv 2407.20199, ICML 2025), wi
   (B[i, j] depends on (i - j) mod p only); the other operations are circulant after re-indexing the digits
   (:func:`reindex_block`): y -> -y for x - y, the discrete logarithm (via a primitive root, dropping the digit 0)
   for x * y, both for x / y.
-* **progress measures** -- :func:`circulant_deviation` (how far the re-indexed block is from circulant) and
-  :func:`agop_alignment` (cosine between the off-diagonal blocks of two feature matrices).
+* **progress measures** -- :func:`circulant_deviation` (how far the re-indexed block is from circulant, as an
+  energy fraction or on the rolled-row variance scale, 1/p of it), :func:`agop_alignment` (cosine between two
+  whole feature matrices, the paper's measure, or between their off-diagonal blocks) and :func:`correct_class_mse`
+  (the loss of the true class's output only, ``correct_logit_loss`` of the paper's code).
 * **Fourier view** -- the unitary DFT diagonalises every circulant matrix (:func:`dft_matrix`,
   :func:`fourier_diagonalize`, :func:`circulant_spectrum`).
 * **random circulant features** -- the paper's "no learning needed" control (:func:`random_circulant_features`).
@@ -39,6 +41,10 @@ OPERATIONS = ("add", "sub", "mul", "div")
 _ALIASES = {"+": "add", "x+y": "add", "-": "sub", "x-y": "sub", "*": "mul", "x*y": "mul", "/": "div", "x/y": "div"}
 SYMBOLS = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
 _DUAL = {"add": "sub", "sub": "add", "mul": "div", "div": "mul"}
+#: The normalisations of :func:`circulant_deviation`: the energy fraction in [0, 1], or that fraction / n.
+SCALES = ("fraction", "rolled_variance")
+#: What :func:`agop_alignment` compares: the whole feature matrices (the paper's measure) or their coupling blocks.
+PARTS = ("whole", "off_diagonal")
 
 
 def canonical_operation(operation: str) -> str:
@@ -362,26 +368,30 @@ def circulant_projection(A) -> torch.Tensor:
     return circulant(c)
 
 
-def circulant_deviation(A) -> float:
+def circulant_deviation(A, *, scale: str = "fraction") -> float:
     r"""How far a square matrix is from circulant, as the fraction of its energy off the circulant subspace::
 
         D(A) = |A - circ(A)|_F^2 / |A|_F^2,   circ(A) = A averaged along its wrapped diagonals,
 
-    in [0, 1]: 0 exactly when A is circulant, about 1 - 1/n for a random n x n matrix. It equals
-    ``(n / |A|_F^2) sum_k Var_i(S[i, k])``, where row i of S is row i of A rolled by -i (the column-variance form of the
-    progress measure, up to the factor n that puts it in [0, 1]). A zero matrix gives NaN: there are no features
-    to judge (the off-diagonal block of M_0 = I is zero)."""
+    in [0, 1]: 0 exactly when A is circulant, about 1 - 1/n for a random n x n matrix. ``scale="rolled_variance"``
+    returns the other common normalisation, ``sum_k Var_i(S[i, k]) / |A|_F^2`` where row i of S is row i of A rolled
+    by -i (the variance of each column of the rolled matrix, summed): it is exactly D(A) / n, about (1 - 1/n) / n
+    for a random matrix. A zero matrix gives NaN: there are no features to judge (the off-diagonal block of
+    M_0 = I is zero)."""
+    if scale not in SCALES:
+        raise ValueError(f"scale must be one of {list(SCALES)}, got {scale!r}")
     A = _matrix(A, "A").detach().to(torch.float64).cpu()
     total = float(A.square().sum())
     if total == 0:
         return float("nan")
-    return float((A - circulant_projection(A)).square().sum()) / total
+    D = float((A - circulant_projection(A)).square().sum()) / total
+    return D if scale == "fraction" else D / A.shape[0]
 
 
-def block_circulant_deviation(M, operation: str = "add") -> float:
+def block_circulant_deviation(M, operation: str = "add", *, scale: str = "fraction") -> float:
     """:func:`circulant_deviation` of the off-diagonal block of a 2p x 2p feature matrix ``M``, re-indexed for
-    ``operation`` by :func:`reindex_block`: the progress measure of the grokking paper."""
-    return circulant_deviation(reindex_block(off_diagonal_block(M), operation))
+    ``operation`` by :func:`reindex_block`: the progress measure of the grokking paper (``scale`` as there)."""
+    return circulant_deviation(reindex_block(off_diagonal_block(M), operation), scale=scale)
 
 
 def dft_matrix(n: int, dtype=torch.complex128) -> torch.Tensor:
@@ -411,24 +421,55 @@ def circulant_spectrum(A) -> torch.Tensor:
 # Progress measures and the random circulant control
 
 
-def agop_alignment(M, M_ref, p: int | None = None) -> float:
-    """Cosine between the off-diagonal blocks of two feature matrices, ``<B, B_ref>_F / (|B|_F |B_ref|_F)``.
+def agop_alignment(M, M_ref, p: int | None = None, *, part: str = "whole") -> float:
+    """Cosine between two feature matrices, ``<M, M_ref>_F / (|M|_F |M_ref|_F)``: the AGOP alignment of the paper.
 
-    Only the block coupling the two digits is compared: the diagonal blocks of any M are dominated by the
-    near-identity part (M_0 = I alone would give a large cosine), and the off-diagonal block is where the solution
-    shows. Used with M_ref = the final M (alignment with where RFM ends) or an ideal one."""
+    ``part="whole"`` (the default) compares the whole 2p x 2p matrices. ``part="off_diagonal"`` compares only the
+    blocks M[:p, p:] that couple the two digits (an addition of this book, not the paper's measure): the diagonal
+    blocks of any M are dominated by a near-identity part, which keeps the whole-matrix cosine away from 0 (M_0 = I
+    alone gives 1/sqrt(2p) |M_ref|_tr / |M_ref|_F), while the off-diagonal block is where the solution shows; it is
+    undefined (ValueError) for M_0 = I, whose off-diagonal block is zero. Used with M_ref = the final M."""
+    if part not in PARTS:
+        raise ValueError(f"part must be one of {list(PARTS)}, got {part!r}")
+    if part == "whole":
+        M, M_ref = _matrix(M, "M"), _matrix(M_ref, "M_ref")
+        if M.shape != M_ref.shape:
+            raise ValueError(f"M and M_ref must have the same size 2p, got {M.shape[0]} and {M_ref.shape[0]}")
+        return matrix_correlation(M, M_ref, kind="cosine")
     B, B_ref = off_diagonal_block(M, p), off_diagonal_block(M_ref, p)
     if B.shape != B_ref.shape:
         raise ValueError(f"M and M_ref must have the same size 2p, got {2 * B.shape[0]} and {2 * B_ref.shape[0]}")
     return matrix_correlation(B, B_ref, kind="cosine")
 
 
+def correct_class_mse(outputs, Y) -> float:
+    """The correct-class loss of the paper's code (``correct_logit_loss`` in ``train_kernel.py``): the mean over
+    examples of (f_y(x) - 1)^2, the squared error of the output of the true class only (Y one-hot, (n, p))."""
+    out, Y = _matrix(outputs, "outputs", square=False), _matrix(Y, "Y", square=False)
+    if out.shape != Y.shape:
+        raise ValueError(f"outputs and Y must have the same shape, got {tuple(out.shape)} and {tuple(Y.shape)}")
+    picked = out.to(torch.float64).gather(1, Y.argmax(1, keepdim=True).to(out.device)).squeeze(1)
+    return float((picked - 1).square().mean())
+
+
+def first_reaching(steps, values, level: float, *, below: bool = False):
+    """The first step whose value is >= ``level`` (``below``: <= ``level``), or None if none is."""
+    steps, values = list(steps), list(values)
+    if len(steps) != len(values):
+        raise ValueError(f"steps and values must have the same length, got {len(steps)} and {len(values)}")
+    for s_, v in zip(steps, values):
+        if (v <= level) if below else (v >= level):
+            return s_
+    return None
+
+
 class GrokkingProgress:
     """A ``callback(model, record)`` for :class:`rfm.RFMClassifier` (or :class:`rfm.RFMRegressor` on one-hot
     targets) fitted on ``data``: after each solve it records, next to the estimator's own record,
 
-    * ``test_acc``, ``test_mse`` -- of the current predictor on the held-out pairs (recorded only: the test set is
-      never passed to ``fit``, so it selects nothing);
+    * ``test_acc``, ``test_mse``, ``test_correct_mse`` -- accuracy, MSE and :func:`correct_class_mse` of the current
+      predictor on the held-out pairs (recorded only: the test set is never passed to ``fit``, so it selects
+      nothing);
     * ``train_mse_measured``, ``train_residual`` -- mean squared and largest error of the predictor evaluated
       on the training inputs (the estimator's ``train_mse`` is derived from the solve, ``Y - reg * alpha``);
     * ``circulant_deviation`` -- :func:`block_circulant_deviation` of the M used in this solve;
@@ -458,6 +499,7 @@ class GrokkingProgress:
             "train_residual": float((train - d.Y_train).abs().max()),
             "test_acc": float((test.argmax(1) == d.y_test).double().mean()),
             "test_mse": float((test - d.Y_test).square().mean()),
+            "test_correct_mse": correct_class_mse(test, d.Y_test),
             "circulant_deviation": block_circulant_deviation(record["M"], d.operation),
             "M": record["M"].detach().cpu().to(torch.float64),
         })
@@ -468,14 +510,16 @@ class GrokkingProgress:
             raise KeyError(f"no column {key!r}; the records have {sorted(self.records[0])}")
         return [r[key] for r in self.records]
 
-    def alignment(self, reference=None):
-        """AGOP alignment of each recorded M with ``reference`` (default: the last M); NaN for M_0 = I, whose
-        off-diagonal block is zero."""
+    def alignment(self, reference=None, *, part: str = "whole"):
+        """:func:`agop_alignment` of each recorded M with ``reference`` (default: the last M); with
+        ``part="off_diagonal"`` NaN for M_0 = I, whose off-diagonal block is zero."""
         ref = self.records[-1]["M"] if reference is None else torch.as_tensor(reference)
         out = []
         for r in self.records:
-            B = off_diagonal_block(r["M"])
-            out.append(float("nan") if float(B.abs().max()) == 0 else agop_alignment(r["M"], ref))
+            if part == "off_diagonal" and float(off_diagonal_block(r["M"]).abs().max()) == 0:
+                out.append(float("nan"))
+            else:
+                out.append(agop_alignment(r["M"], ref, part=part))
         return out
 
 
@@ -533,15 +577,21 @@ def quadratic_net(p: int, width: int = 256, *, init_scale: float = 1.0, generato
 
 class NetworkProgress:
     """A ``callback(model, record)`` for :func:`rfm.nets.train` of a network on ``data``: at every record it
-    stores {"epoch", "train_acc", "train_mse", "test_acc", "test_mse", "time_s"} of the whole training and test
-    sets (MSE as torch's mean over all entries, accuracy of the argmax), and every ``nfm_every`` epochs the neural
-    feature matrix W1^T W1 (``"nfm"``, float64 on the CPU). ``time_s`` is the wall time since the previous record
+    stores {"epoch", "train_acc", "train_mse", "test_acc", "test_mse", "test_correct_mse", "time_s"} of the whole
+    training and test sets (MSE as torch's mean over all entries, accuracy of the argmax, :func:`correct_class_mse`),
+    and every ``nfm_every`` epochs the neural feature matrix W1^T W1 (``"nfm"``, float64 on the CPU) and, with
+    ``agop=True``, the network's AGOP with respect to its input at the training inputs (``"agop"``,
+    :func:`rfm.nets.layer_agop`, uncentred). ``time_s`` is the wall time since the previous record
     (0 for the first). With ``stop_at_test_acc`` it returns True, which stops training, after the first record
     whose test accuracy reaches it (that record always gets its NFM). The test set is only measured, never
     trained on."""
 
-    def __init__(self, data: ModularData, *, nfm_every: int = 1, stop_at_test_acc: float | None = None):
+    def __init__(self, data: ModularData, *, nfm_every: int = 1, stop_at_test_acc: float | None = None,
+                 agop: bool = False):
         self.data = _check_data(data)
+        if not isinstance(agop, bool):
+            raise TypeError(f"agop must be True or False, got {agop!r}")
+        self.agop = agop
         self.nfm_every = int(check_number("nfm_every", nfm_every, low=1, integer=True))
         if stop_at_test_acc is not None:
             check_number("stop_at_test_acc", stop_at_test_acc, low=0, high=1)
@@ -563,7 +613,8 @@ class NetworkProgress:
         if out.ndim != 2 or out.shape != Y.shape:
             raise ValueError(f"the model returns outputs of shape {tuple(out.shape)} for {tuple(X.shape)} inputs, "
                              f"but the targets have shape {tuple(Y.shape)}; build it with quadratic_net(data.p)")
-        return float((out.argmax(1) == Y.argmax(1)).double().mean()), float((out - Y).square().mean())
+        return (float((out.argmax(1) == Y.argmax(1)).double().mean()), float((out - Y).square().mean()),
+                correct_class_mse(out, Y))
 
     def __call__(self, model, record) -> bool:
         from ..nets import MLP, nfm
@@ -580,14 +631,18 @@ class NetworkProgress:
         seconds = 0.0 if self._last is None else now - self._last
         Xtr, Ytr, Xte, Yte = self._on(next(model.parameters()))
         with torch.no_grad():
-            tr_acc, tr_mse = self._eval(model, Xtr, Ytr)
-            te_acc, te_mse = self._eval(model, Xte, Yte)
+            tr_acc, tr_mse, _ = self._eval(model, Xtr, Ytr)
+            te_acc, te_mse, te_correct = self._eval(model, Xte, Yte)
         epoch = int(record["epoch"])
         rec = {"epoch": epoch, "train_acc": tr_acc, "train_mse": tr_mse, "test_acc": te_acc, "test_mse": te_mse,
-               "time_s": seconds}
+               "test_correct_mse": te_correct, "time_s": seconds}
         stop = self.stop_at_test_acc is not None and te_acc >= self.stop_at_test_acc
         if epoch % self.nfm_every == 0 or stop:
             rec["nfm"] = nfm(model, 0).cpu()
+            if self.agop:
+                from ..nets import layer_agop
+
+                rec["agop"] = layer_agop(model, Xtr, 0).cpu()
         self.records.append(rec)
         self._last = time.perf_counter()
         return stop
