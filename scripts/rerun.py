@@ -13,8 +13,13 @@ Writes into the output folder:
 
 The output folder is passed to the chapter as the environment variable ``RFM_BOOK_OUTPUT`` and, when the chapter's
 parameters cell defines one, as the ``output_dir`` parameter. The kernel is ``python3`` and the working directory is
-the chapter's folder, as in the book build. ``-p NAME VALUE`` values are read like papermill's: ``None``, ``True``,
-``False``, integers and floats are converted, anything else is a string (quote it to keep ``"3"`` a string).
+the chapter's folder, as in the book build. ``-p NAME VALUE`` values are read as YAML, like papermill's ``-y``:
+``None``/``null``, ``True``/``true``, ``False``/``false``, integers and floats (``1e-3`` included), lists
+(``[128, 128]``), mappings (``{binary: 0.1}``), anything else is a string (quote it to keep ``"3"`` a string).
+``-y YAML`` gives several at once (``-y "{seed: 3, n_sizes: [250, 500]}"``), ``-f FILE`` reads them from a YAML file.
+
+Without ``--out`` the output goes to ``out/<slug>-<profile>``: the executed notebook, the figures and the JSON are
+always written.
 """
 from __future__ import annotations
 
@@ -28,8 +33,11 @@ from pathlib import Path
 
 
 def parse_value(text: str):
-    """papermill's conversion of a -p value: None/True/False, int, float, else the string itself."""
-    if text in ("None", "none", "null"):
+    """A -p value: Python's and YAML's spellings of None/True/False, int, float (1e-3 too), YAML lists and mappings,
+    a quoted string without its quotes, else the string itself."""
+    import yaml
+
+    if text in ("None", "none", "null", "~"):
         return None
     if text in ("True", "true"):
         return True
@@ -40,9 +48,22 @@ def parse_value(text: str):
             return cast(text)
         except ValueError:
             pass
-    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
-        return text[1:-1]
-    return text
+    try:
+        value = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return text
+    if isinstance(value, (list, dict, str)):
+        return value
+    return text  # dates, and whatever else YAML reads that a chapter would not expect: the string
+
+
+def parse_yaml_parameters(text: str, where: str) -> dict:
+    import yaml
+
+    value = yaml.safe_load(text) if text.strip() else {}
+    if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
+        raise SystemExit(f"rerun: {where} must be a YAML mapping of parameter names to values, got {value!r}")
+    return value
 
 
 def parameters_cell(nb):
@@ -60,6 +81,18 @@ def parameter_names(source: str) -> list[str]:
             if isinstance(t, ast.Name):
                 names.append(t.id)
     return names
+
+
+def default_profile(source: str) -> str:
+    """The default value of ``profile`` in the parameters cell ("default" when there is none)."""
+    for node in ast.parse(source).body:
+        target = node.targets[0] if isinstance(node, ast.Assign) else getattr(node, "target", None)
+        if isinstance(target, ast.Name) and target.id == "profile" and getattr(node, "value", None) is not None:
+            try:
+                return str(ast.literal_eval(node.value))
+            except ValueError:
+                break
+    return "default"
 
 
 def save_figures(nb, folder: Path) -> list[Path]:
@@ -81,7 +114,11 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description="Rerun a chapter headless with parameters (see the module docstring).")
     ap.add_argument("chapter", type=Path, help="the chapter's source, notebooks/<slug>.py (or an .ipynb)")
     ap.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"),
-                    help="set a parameter of the chapter's parameters cell (repeatable)")
+                    help="set a parameter of the chapter's parameters cell; VALUE is read as YAML (repeatable)")
+    ap.add_argument("-y", "--yaml", action="append", default=[], metavar="YAML",
+                    help='parameters as a YAML mapping, e.g. "{seed: 3, n_sizes: [250, 500]}" (repeatable)')
+    ap.add_argument("-f", "--parameters-file", type=Path, action="append", default=[], metavar="FILE",
+                    help="parameters from a YAML file (repeatable)")
     ap.add_argument("--out", type=Path, default=None, help="output folder (default: out/<slug>-<profile>)")
     ap.add_argument("--timeout", type=int, default=None, help="seconds per cell (default: no limit)")
     ap.add_argument("--kernel", default="python3", help="Jupyter kernel name (default: python3)")
@@ -97,11 +134,17 @@ def main(argv=None) -> int:
     slug = src.stem
     nb = jupytext.read(src)
     known = parameter_names(parameters_cell(nb).source)
-    params = {name: parse_value(value) for name, value in args.parameter}
+    params = {}
+    for path in args.parameters_file:
+        params.update(parse_yaml_parameters(path.read_text(), str(path)))
+    for text in args.yaml:
+        params.update(parse_yaml_parameters(text, "-y"))
+    params.update({name: parse_value(value) for name, value in args.parameter})
     unknown = sorted(set(params) - set(known))
     if unknown:
         ap.error(f"{unknown} not in the parameters cell of {args.chapter}; its parameters are {known}")
-    out = (args.out or Path("out") / f"{slug}-{params.get('profile', 'default')}").resolve()
+    out = (args.out or Path("out") / f"{slug}-{params.get('profile', default_profile(parameters_cell(nb).source))}"
+           ).resolve()
     out.mkdir(parents=True, exist_ok=True)
     if "output_dir" in known and "output_dir" not in params:
         params["output_dir"] = str(out)
