@@ -40,6 +40,7 @@ from .core.kernels import Kernel, get_kernel
 from .core.machine import KernelMachine
 from .core.solvers import get_solver
 from .metrics import r2_score
+from .nets.classifier import decode_label_codes, label_codes
 from .utils import get_device, make_generator, to_numpy
 
 _DEFAULT_BANDWIDTH = 10.0
@@ -481,13 +482,11 @@ class RFMClassifier(ClassifierMixin, _BaseRFM):
         if unseen.size:
             raise ValueError(f"{name} contains labels not seen in y: {unseen[:10].tolist()}")
         codes = torch.as_tensor(np.searchsorted(classes, labels), device=device)
-        if len(classes) == 2:
-            return codes.to(dtype)[:, None]
-        return torch.nn.functional.one_hot(codes, len(classes)).to(dtype)
+        return label_codes(codes, len(classes), dtype=dtype)
 
     @staticmethod
     def _codes(raw):
-        return (raw[:, 0] > 0.5).long() if raw.shape[1] == 1 else raw.argmax(1)
+        return decode_label_codes(raw)
 
     def _metrics(self, Y, pred, split, fitted=None):
         truth = self._codes(Y)
