@@ -429,3 +429,22 @@ def test_rfm_on_small_modular_addition_generalises_only_after_learning_circulant
     acc, dev = progress.column("test_acc"), progress.column("circulant_deviation")
     assert max(acc[:5]) == 0.0 and acc[-1] >= 0.45
     assert dev[-1] < 0.2 * dev[1]
+
+
+def test_network_progress_records_the_agop_and_the_correct_class_loss():
+    d = mod.modular_arithmetic(5, "add", train_fraction=0.8, generator=0)
+    g = torch.Generator().manual_seed(0)
+    model = mod.quadratic_net(d.p, 8, generator=g)
+    progress = mod.NetworkProgress(d, nfm_every=2, agop=True)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    nets.train(model, d.X_train, d.Y_train, optimizer=opt, epochs=4, batch_size=10, generator=g,
+               record_initial=True, callback=progress, threads=1)
+    snaps = [h for h in progress.records if "nfm" in h]
+    assert [h["epoch"] for h in snaps] == [0, 2, 4] and all("agop" in h for h in snaps)
+    assert torch.allclose(snaps[-1]["agop"], nets.layer_agop(model, d.X_train, 0), atol=1e-12)
+    with torch.no_grad():
+        out = model(d.X_test)
+    expected = float(((out.gather(1, d.y_test[:, None]).squeeze(1) - 1) ** 2).mean())
+    assert progress.records[-1]["test_correct_mse"] == pytest.approx(expected, rel=1e-10)
+    with pytest.raises(TypeError):
+        mod.NetworkProgress(d, agop=1)
