@@ -61,3 +61,39 @@ def agop_ref(f, Z, centre=False):
 def random_psd(d, rank=None, generator=None, dtype=torch.float64):
     F = torch.randn(d, rank or d, generator=generator, dtype=dtype) / d**0.5
     return F @ F.T + (0 if rank else 0.1 * torch.eye(d, dtype=dtype))
+
+
+def krr_ref(name, X, Y, M=None, reg=0.0, **kw):
+    """alpha solving (K_M(X, X) + reg I) alpha = Y, by a dense float64 solve (no Cholesky, no blocks)."""
+    K = kernel_ref(name, X, X, M, **kw)
+    return torch.linalg.solve(K + reg * torch.eye(X.shape[0], dtype=K.dtype), Y.reshape(X.shape[0], -1))
+
+
+def psd_power_ref(A, power):
+    """A^power of a symmetric PSD matrix, eigenvalues clamped at 0."""
+    evals, evecs = torch.linalg.eigh(0.5 * (A + A.T))
+    return (evecs * evals.clamp_min(0) ** power) @ evecs.T
+
+
+def rfm_ref(X, Y, iters, *, bandwidth=10.0, reg=0.0, power=1.0, centre=True, normalize="max"):
+    """The RFM loop written out from its definition, in float64 (Laplace kernel, full M, AGOP at the training points):
+
+        alpha_t = (K_{M_t} + reg I)^{-1} Y,  f_t = K_{M_t}(., X) alpha_t,
+        M_{t+1} = AGOP(f_t)^power / max_jk |AGOP(f_t)^power|_jk      (normalize="max"; None: no normalisation)
+
+    with the AGOP by autograd of :func:`kernel_ref` (the cusp at a training point gets gradient 0). Returns the lists
+    [M_0 = I, ..., M_T] and [alpha_0, ..., alpha_T]."""
+    X = X.to(torch.float64)
+    Y = Y.to(torch.float64).reshape(X.shape[0], -1)
+    M = torch.eye(X.shape[1], dtype=torch.float64)
+    Ms, alphas = [M], []
+    for t in range(iters + 1):
+        alpha = krr_ref("laplace", X, Y, M, reg, bandwidth=bandwidth)
+        alphas.append(alpha)
+        if t == iters:
+            break
+        A = psd_power_ref(agop_ref(predictor_ref("laplace", X, alpha, M, bandwidth=bandwidth), X, centre=centre),
+                          power)
+        M = A / A.abs().max() if normalize == "max" else A
+        Ms.append(M)
+    return Ms, alphas
