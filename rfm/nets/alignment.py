@@ -191,24 +191,62 @@ def cu_ratio(W: torch.Tensor, W0: torch.Tensor, K: torch.Tensor) -> float:
     return float(num / den)
 
 
-def feature_correlations(model, X, layers=None, *, kind: str = "cosine", batch_size: int | None = None) -> list[dict]:
+def _ptk_features_flat(model, X, layer):
+    J = ptk_features(model, X, layer).to(torch.float64)               # (n, c, k)
+    return J.reshape(-1, J.shape[-1])
+
+
+def centred_ptk_covariance(model, X, layer: int, initial=None) -> torch.Tensor:
+    """Kb_l = (1/n) sum_i sum_c (J_ic - J0_ic)(J_ic - J0_ic)^T: the covariance of the *change* of the PTK features
+    df_c(x_i)/dh_l since initialisation (Appendix C of the paper), with J0 the features of ``initial`` (default
+    ``model.initial()``, the network with its initial weights). float64, k_{l+1} x k_{l+1}."""
+    _check_layer(model, layer)
+    initial = model.initial() if initial is None else _check_model(initial)
+    X = _as_input(model, X)
+    D = _ptk_features_flat(model, X, layer) - _ptk_features_flat(initial, X, layer)
+    return D.T @ D / X.shape[0]
+
+
+def _trace_ratio(V, K1, K2) -> float:
+    """tr(V^T V V^T K1 V) / tr(V^T V V^T K2 V), through G = V V^T."""
+    G = V @ V.T
+    num, den = torch.trace(G @ K1.to(V) @ G), torch.trace(G @ K2.to(V) @ G)
+    return float(num / den) if float(den) != 0 else math.nan
+
+
+def feature_correlations(model, X, layers=None, *, kind: str = "cosine", batch_size: int | None = None,
+                         centrings: bool = False, initial=None) -> list[dict]:
     """For every layer (default: all but the linear read-out): {"layer", "uc_nfc", "c_nfc", "cu_ratio",
     "weight_change"}, with ``weight_change = |W - W0|_F / |W|_F``. The PTK covariance is computed once per layer.
+
+    With ``centrings`` (Appendix C of the paper) also, with Kb = :func:`centred_ptk_covariance` (``initial``: the
+    network at initialisation, default ``model.initial()``): "dc_nfc" = rho(Wb^T Wb, Wb^T Kb Wb) (double-centred),
+    "ptk_c_nfc" = rho(W0^T W0, W0^T Kb W0) (PTK-centred) and "dc_ratio" = tr(Wb^T Wb Wb^T Kb Wb) /
+    tr(Wb^T Wb Wb^T K Wb) (the paper's Figure 5).
 
     At initialisation W = W0, so the centred quantities are undefined; they are reported as NaN there."""
     check_choice("kind", kind, KINDS)
     _check_model(model)
     layers = _check_layers(model, layers)
     X = _as_input(model, X)
+    if centrings:
+        initial = model.initial() if initial is None else _check_model(initial)
     rows = []
     for l in layers:
         W, W0 = _weights(model, l)
         K = ptk_covariance(model, X, l, batch_size=batch_size)
         change = float((W - W0).norm() / W.norm())
         moved = change > 0
-        rows.append({"layer": l, "uc_nfc": nfc(W, K, kind=kind),
-                     "c_nfc": nfc(W, K, W0, kind=kind) if moved else math.nan,
-                     "cu_ratio": cu_ratio(W, W0, K) if moved else math.nan, "weight_change": change})
+        row = {"layer": l, "uc_nfc": nfc(W, K, kind=kind),
+               "c_nfc": nfc(W, K, W0, kind=kind) if moved else math.nan,
+               "cu_ratio": cu_ratio(W, W0, K) if moved else math.nan, "weight_change": change}
+        if centrings:
+            Kb = centred_ptk_covariance(model, X, l, initial) if moved else torch.zeros_like(K)
+            ptk_moved = moved and float(Kb.abs().max()) > 0
+            row.update(dc_nfc=nfc(W, Kb, W0, kind=kind) if ptk_moved else math.nan,
+                       ptk_c_nfc=nfc(W0, Kb, kind=kind) if ptk_moved else math.nan,
+                       dc_ratio=_trace_ratio(W - W0, Kb, K) if moved else math.nan)
+        rows.append(row)
     return rows
 
 
@@ -216,35 +254,46 @@ class CorrelationTracker:
     """A training callback that records :func:`feature_correlations` at the points X, for
     :func:`rfm.nets.optim.train_full_batch` and :func:`rfm.nets.train` (both call ``callback(model, record)``).
 
-    ``times`` holds the record's "step" (or "epoch"), ``rows[t]`` the per-layer dicts at that time; ``series(key,
-    layer)`` is one quantity over training, e.g. ``tracker.series("c_nfc", 0)``. Never stops training."""
+    ``times`` holds the record's "step" (or "epoch") plus ``offset``, ``rows[t]`` the per-layer dicts at that time;
+    ``series(key, layer)`` is one quantity over training, e.g. ``tracker.series("c_nfc", 0)``. ``centrings`` also
+    records the double- and PTK-centred quantities (the network at initialisation is built once, at the first
+    call). Never stops training."""
 
-    def __init__(self, X, layers=None, *, kind: str = "cosine", batch_size: int | None = None):
+    KEYS = ("uc_nfc", "c_nfc", "cu_ratio", "weight_change", "dc_nfc", "ptk_c_nfc", "dc_ratio")
+
+    def __init__(self, X, layers=None, *, kind: str = "cosine", batch_size: int | None = None,
+                 centrings: bool = False, offset: int = 0):
         check_choice("kind", kind, KINDS)
         check_matrix(X, "X")
         if layers is not None:
             for l in [layers] if isinstance(layers, numbers.Integral) else layers:
                 check_number("layer", l, low=0, integer=True)
+        check_number("offset", offset, integer=True)
         self.X, self.layers, self.kind, self.batch_size = X, layers, kind, batch_size
+        self.centrings, self.offset, self._initial = bool(centrings), offset, None
         self.times: list[int] = []
         self.rows: list[list[dict]] = []
 
     def __call__(self, model, record) -> bool:
-        self.times.append(record.get("step", record.get("epoch")))
+        if self.centrings and self._initial is None:
+            self._initial = _check_model(model).initial()
+        self.times.append(record.get("step", record.get("epoch")) + self.offset)
         self.rows.append(feature_correlations(model, self.X, self.layers, kind=self.kind,
-                                              batch_size=self.batch_size))
+                                              batch_size=self.batch_size, centrings=self.centrings,
+                                              initial=self._initial))
         return False
 
     def series(self, key: str, layer: int = 0) -> list[float]:
-        keys = ("uc_nfc", "c_nfc", "cu_ratio", "weight_change")
-        if key not in keys:
-            raise ValueError(f"key must be one of {list(keys)}, got {key!r}")
+        if key not in self.KEYS:
+            raise ValueError(f"key must be one of {list(self.KEYS)}, got {key!r}")
         out = []
         for rows in self.rows:
-            match = [r[key] for r in rows if r["layer"] == layer]
+            match = [r for r in rows if r["layer"] == layer]
             if not match:
                 raise ValueError(f"layer {layer} was not tracked (tracked: {[r['layer'] for r in rows]})")
-            out.append(match[0])
+            if key not in match[0]:
+                raise ValueError(f"{key!r} was not recorded: build the tracker with centrings=True")
+            out.append(match[0][key])
         return out
 
 
@@ -472,3 +521,131 @@ def alignment_reversing_data(n: int, d: int, balance: float, *, eps1: float = 0.
     X = torch.cat(parts) + eps2 * torch.randn(n, d, generator=g, dtype=torch.float64)
     y = torch.cat([torch.ones(n1, dtype=torch.float64), torch.zeros(n2, dtype=torch.float64)]) + label_shift
     return X, y
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# The paper's experiments: chain-monomial tasks, tracked GD / SLO runs, the alignment reversing sweep
+
+
+def decay_covariance(d: int, decay: float, generator=None) -> torch.Tensor:
+    """Sigma = O diag(lambda) O^T with lambda_k proportional to 1 / (1 + k^decay), k = 1..d, scaled to mean 1, and O
+    Haar-random (``generator``): the Gaussian inputs of the paper's Figures 7-10 (decay 0: the identity; 1 and 2:
+    Figures 9 and 10). The paper does not give the scale of the eigenvalues; the mean 1 is ours. float64, d x d."""
+    check_number("d", d, low=1, integer=True)
+    check_number("decay", decay, low=0)
+    k = torch.arange(1, d + 1, dtype=torch.float64)
+    lam = 1.0 / (1.0 + k ** decay)
+    lam = lam / lam.mean()
+    if decay == 0:
+        return torch.eye(d, dtype=torch.float64)
+    O = haar_orthogonal(d, generator)
+    return (O * lam) @ O.T
+
+
+def chain_inputs(n: int, d: int, *, decay: float = 0.0, generator=0, basis=0, dtype="float64") -> torch.Tensor:
+    """n rows x ~ N(0, Sigma) with Sigma = :func:`decay_covariance` (``decay``, eigenbasis drawn from ``basis``);
+    decay 0 is N(0, I), drawn exactly as :func:`rfm.data.low_rank_polynomial` draws its inputs."""
+    check_number("n", n, low=1, integer=True)
+    check_number("decay", decay, low=0)
+    g = make_generator(generator)
+    if decay == 0:
+        return torch.randn(n, d, generator=g, dtype=resolve_dtype(dtype))
+    Z = torch.randn(n, d, generator=g, dtype=torch.float64)
+    L = torch.linalg.cholesky(decay_covariance(d, decay, basis))
+    return (Z @ L.T).to(resolve_dtype(dtype))
+
+
+def chain_task(n: int, d: int = 32, r: int = 5, data_seed: int = 0, *, n_test: int = 2000, decay: float = 0.0,
+               device=None, dtype="float32"):
+    """Train and test sets of the chain monomial y = sum_k x_k x_{k+1 mod r} (:func:`rfm.data.chain_monomial`), the
+    paper's task (Eq. 2): inputs from generators 2 s (train) and 2 s + 1 (test) for ``data_seed`` s, labels divided
+    by the training labels' standard deviation (Appendix I). ``decay`` > 0 draws x ~ N(0, Sigma) with the spectral
+    decay of :func:`decay_covariance` (eigenbasis from ``data_seed``). Returns (X, y, X_test, y_test) on ``device``."""
+    from ..data import chain_monomial  # noqa: PLC0415 (rfm.data imports rfm.nets lazily)
+
+    check_number("n_test", n_test, low=1, integer=True)
+    check_number("data_seed", data_seed, low=0, integer=True)
+    Xtr = chain_inputs(n, d, decay=decay, generator=2 * data_seed, basis=data_seed, dtype=dtype)
+    Xte = chain_inputs(n_test, d, decay=decay, generator=2 * data_seed + 1, basis=data_seed, dtype=dtype)
+    ytr, yte = chain_monomial(Xtr, r=r), chain_monomial(Xte, r=r)
+    scale = ytr.std()
+    return tuple(t.to(device) for t in (Xtr, ytr / scale, Xte, yte / scale))
+
+
+def chain_egop(d: int = 32, r: int = 5, *, decay: float = 0.0, basis=0, samples: int = 50_000, generator=0):
+    """Monte-Carlo EGOP of the chain monomial under the inputs of :func:`chain_inputs` (float64, d x d); for
+    decay 0 its exact value is 2 on the r x r block's diagonal, 1 between coordinates with a common neighbour."""
+    from ..core.agop import agop as _agop  # noqa: PLC0415
+    from ..data import chain_monomial  # noqa: PLC0415
+
+    Z = chain_inputs(samples, d, decay=decay, generator=generator, basis=basis)
+    return _agop(lambda x: chain_monomial(x, r=r), Z)
+
+
+def tracked_run(X, y, X_test=None, y_test=None, *, method: str = "gd", lr: float, steps: int,
+                widths=(256, 256), init_scale: float = 1.0, readout_scale: float = 1.0, speeds=None,
+                eps: float = 0.1, record_every: int = 20, layers=(0, 1), centrings: bool = False, egop=None,
+                generator=0, threads: int | None = None) -> dict:
+    """Train a bias-free ReLU :class:`MLP` with full-batch gradient descent (``method="gd"``, learning rate ``lr``)
+    or SLO (``"slo"``: :class:`rfm.nets.optim.SLO` with one ``speeds`` entry per layer and ``eps``) for ``steps``
+    steps on the MSE, recording :func:`feature_correlations` of ``layers`` every ``record_every`` steps.
+
+    The first layer starts at ``init_scale`` (the paper's s_0), the hidden ones at 1 and the read-out at
+    ``readout_scale`` (times PyTorch's uniform default). Returns {"net", "tracker", "history", "train_loss" (the
+    recorded losses), "test" (the last test MSE, when X_test is given), "uc", "c", "ratio" (first tracked layer, at
+    the end), "agop" (W^T K W of the first layer on X, float64)} and, when ``egop`` is given, "nfm_egop" and
+    "agop_egop": the cosines of the first layer's NFM and AGOP with it (the paper's feature quality)."""
+    from . import optim  # noqa: PLC0415 (rfm.nets imports this module first)
+    from .mlp import nfm  # noqa: PLC0415
+
+    check_choice("method", method, ("gd", "slo"))
+    X = check_matrix(X, "X")
+    widths = list(widths)
+    n_layers = len(widths) + 1
+    net = MLP(X.shape[1], widths, 1 if y.ndim == 1 else y.shape[1], init="uniform",
+              init_scale=[init_scale] + [1.0] * (len(widths) - 1) + [readout_scale], generator=generator,
+              device=X.device, dtype=X.dtype)
+    if method == "gd":
+        opt = torch.optim.SGD(net.parameters(), lr=lr)
+    else:
+        if speeds is None or len(speeds) != n_layers:
+            raise ValueError(f"SLO needs one speed per layer ({n_layers} for widths {widths}), got {speeds!r}")
+        opt = optim.SLO(optim.layer_groups(net, speeds), lr=lr, eps=eps)
+    tracker = CorrelationTracker(X, layers=list(layers), centrings=centrings)
+    hist = optim.train_full_batch(net, X, y, opt, steps=steps, record_every=record_every, X_val=X_test,
+                                  y_val=y_test, callback=tracker, threads=threads)
+    first = list(layers)[0]
+    W = net.weight(first).detach().to(torch.float64)
+    out = dict(net=net, tracker=tracker, history=hist, train_loss=[h["train_loss"] for h in hist],
+               test=hist[-1].get("val_loss"), uc=tracker.series("uc_nfc", first)[-1],
+               c=tracker.series("c_nfc", first)[-1], ratio=tracker.series("cu_ratio", first)[-1],
+               agop=agop_from_ptk(W, ptk_covariance(net, X, first)))
+    if egop is not None:
+        E = _check_square(egop, "egop", symmetric=True).detach().to(torch.float64)
+        out.update(nfm_egop=matrix_correlation(nfm(net, first).to(E), E, "cosine"),
+                   agop_egop=matrix_correlation(out["agop"].to(E), E, "cosine"))
+    return out
+
+
+def seed_means(runs, keys=("uc", "c", "ratio", "test", "nfm_egop", "agop_egop")) -> dict:
+    """The mean over runs (one per seed) of each of ``keys`` present in the runs' dicts (e.g. of :func:`tracked_run`)."""
+    runs = list(runs)
+    if not runs:
+        raise ValueError("seed_means needs at least one run")
+    return {k: float(sum(float(r[k]) for r in runs) / len(runs)) for k in keys if all(k in r for r in runs)}
+
+
+def reversing_curve(observer, moments, n: int, d: int, balances, *, generator=0, rcond: float | None = None,
+                    device=None):
+    """The observed and predicted correlation of the second derivatives (:func:`second_derivative_correlation` of
+    ``observer``, a one-hidden-layer quadratic MLP; :func:`predicted_second_derivative_correlation` from
+    ``moments``) on :func:`alignment_reversing_data` (n points, d dimensions, ``rcond``, data ``generator``) for each
+    balance. Returns two lists of floats, (observed, predicted), one entry per balance."""
+    _check_model(observer)
+    obs, pred = [], []
+    for gamma in balances:
+        X, y = alignment_reversing_data(n, d, gamma, rcond=rcond, generator=generator)
+        dev = next(observer.parameters()).device if device is None else device
+        obs.append(second_derivative_correlation(observer, X.to(dev), y.to(dev)))
+        pred.append(predicted_second_derivative_correlation(X, y, moments))
+    return obs, pred
