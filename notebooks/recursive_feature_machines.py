@@ -252,6 +252,8 @@ fig = plots.matrix_images(Ms, ["$M_0 = I$"] + [f"$M_{t}$" for t in range(1, len(
                           ncols=3, colorbar_label="entry of M (max-normalised)")
 rfm.book.savefig(fig, "recursive_feature_machines_M_iterations", output_dir=output_dir)
 plt.show()
+
+# %%
 overlap = rfm.top_eigenspace_overlap(Ms[-1], [0, 1])
 perm = torch.randperm(largest["n"], generator=torch.Generator().manual_seed(seed)).to(dev)
 shuffled_model, _ = fit_rfm(X_all[:largest["n"]], y_all[:largest["n"]][perm], track=False)
@@ -286,12 +288,14 @@ corr_M_nfm = rfm.matrix_correlation(M_rfm, F)
 corr_M_nfm_init = rfm.matrix_correlation(M_rfm, F_init)
 corr_sqrtM_nfm = rfm.matrix_correlation(rfm.psd_power(M_rfm, 0.5), F)
 corr_M_nfm_cos = rfm.matrix_correlation(M_rfm, F, "cosine")
-print(f"corr(M_RFM, W^T W) = {corr_M_nfm:.3f} (Pearson), {corr_M_nfm_cos:.3f} (cosine); "
-      f"corr(M_RFM^1/2, W^T W) = {corr_sqrtM_nfm:.3f}; at initialisation corr(M_RFM, W0^T W0) = {corr_M_nfm_init:.3f}")
 fig = plots.matrix_pair(M_rfm, F, ("RFM: $M$", "MLP: $W_0^\\top W_0$"), block=10, panel_size=2.6,
                         suptitle=f"Pearson correlation of the whole matrices {corr_M_nfm:.2f}")
 rfm.book.savefig(fig, "recursive_feature_machines_M_vs_nfm", output_dir=output_dir)
 plt.show()
+
+# %%
+print(f"corr(M_RFM, W^T W) = {corr_M_nfm:.3f} (Pearson), {corr_M_nfm_cos:.3f} (cosine); "
+      f"corr(M_RFM^1/2, W^T W) = {corr_sqrtM_nfm:.3f}; at initialisation corr(M_RFM, W0^T W0) = {corr_M_nfm_init:.3f}")
 rfm.book.glue("corr_M_nfm", corr_M_nfm, "{:.3f}")
 rfm.book.glue("corr_M_nfm_init", corr_M_nfm_init, "{:.3f}")
 rfm.book.glue("corr_sqrtM_nfm", corr_sqrtM_nfm, "{:.3f}")
@@ -441,6 +445,8 @@ fig = plots.matrix_images(panels, titles, shared_scale=False, cmap="magma", ncol
                           xlabel="pixel column", ylabel="pixel row", colorbar_label="weight")
 rfm.book.savefig(fig, "recursive_feature_machines_digits_diagonals", output_dir=output_dir)
 plt.show()
+
+# %%
 print("correlation of the diagonals (RFM vs MLP): " + ", ".join(f"{t} {c:.3f}" for t, c in diag_corr.items()))
 rfm.book.glue("diag_corr_bin", diag_corr["binary"], "{:.3f}")
 rfm.book.glue("diag_corr_ten", diag_corr["10-class"], "{:.3f}")
