@@ -229,7 +229,7 @@ class _BaseRFM(BaseEstimator):
         if run.val is not None:
             X_val, Y_val, val_pairs = run.val
             record.update(self._metrics(Y_val, machine.predict(X_val, pairs=val_pairs).detach(), "val", run.fitted))
-        record["M"] = fm.snapshot()
+        record["M"] = self._snapshot(fm)
         return machine, record, res.K  # K(X, X) when the solver kept it intact: the AGOP reuses it
 
     def _keep_best(self, best, machine, record):
@@ -255,12 +255,19 @@ class _BaseRFM(BaseEstimator):
                           f"{t} (further iterations would repeat the same solve).", RuntimeWarning, stacklevel=3)
             return fm, True
 
+    def _snapshot(self, fm):
+        """M for the records and ``M_``: with ``diag``, the identity of iteration 0 as a vector of ones too (its
+        dense (d, d) form would take 6 GB for a 96 x 96 x 3 image)."""
+        if self.diag and fm.kind == "identity":
+            return torch.ones(fm.dim, dtype=torch.float64)
+        return fm.snapshot()
+
     def _set_fitted(self, machine, history, best_iter, fitted):
         """All fitted state, assigned at once (at the end of a successful fit, or on a callback's view)."""
         self.machine_ = machine
         self.kernel_ = machine.kernel
         self.feature_matrix_ = machine.fm
-        self.M_ = machine.fm.snapshot()
+        self.M_ = self._snapshot(machine.fm)
         self.history_ = history
         self.best_iter_ = best_iter
         for key, value in fitted.items():

@@ -144,3 +144,15 @@ def test_cuda_fit_matches_cpu_fit():
     gpu = rfm.RFMRegressor(iters=2, dtype="float64", device="cuda").fit(X, y)
     torch.testing.assert_close(gpu.M_, cpu.M_, rtol=1e-7, atol=1e-9)
     np.testing.assert_allclose(gpu.predict(X), cpu.predict(X), rtol=1e-6, atol=1e-8)
+
+
+def test_diag_rfm_records_the_initial_identity_as_a_vector():
+    # with diag=True, M_ and the records are the diagonal: iteration 0's identity too, never a dense (d, d) matrix
+    rng = np.random.default_rng(0)
+    X, y = rng.standard_normal((40, 7)), rng.integers(0, 2, 40)
+    for iters in (0, 1):
+        clf = rfm.RFMClassifier(iters=iters, bandwidth=5.0, diag=True).fit(X, y)
+        assert clf.M_.shape == (7,)
+        assert clf.history_[0]["M"].shape == (7,)
+        torch.testing.assert_close(clf.history_[0]["M"], torch.ones(7, dtype=torch.float64))
+    assert rfm.RFMClassifier(iters=0, bandwidth=5.0).fit(X, y).M_.shape == (7, 7)

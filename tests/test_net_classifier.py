@@ -82,3 +82,10 @@ def test_fit_mlp_classifier_checks_its_inputs():
         fit_mlp_classifier(X, torch.zeros(10, dtype=torch.long), 1, [4])
     with pytest.raises(TypeError, match="MLP"):
         predict_classes(torch.nn.Linear(3, 1), X)
+
+
+def test_nfm_diagonal_is_the_diagonal_of_the_nfm():
+    net = nets.MLP(6, [5], 2, generator=0, dtype="float64")
+    for sub in (False, True):
+        torch.testing.assert_close(nets.nfm(net, 0, subtract_init=sub, diagonal=True),
+                                   nets.nfm(net, 0, subtract_init=sub).diagonal(), rtol=1e-14, atol=1e-14)

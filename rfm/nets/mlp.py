@@ -481,14 +481,17 @@ def num_threads(threads: int | None):
 # Neural feature matrices and per-layer AGOPs
 
 
-def nfm(model: MLP, layer: int = 0, *, subtract_init: bool = False) -> torch.Tensor:
-    """The neural feature matrix W_l^T W_l, or (W_l - W_l^0)^T (W_l - W_l^0) with ``subtract_init`` (float64)."""
+def nfm(model: MLP, layer: int = 0, *, subtract_init: bool = False, diagonal: bool = False) -> torch.Tensor:
+    """The neural feature matrix W_l^T W_l, or (W_l - W_l^0)^T (W_l - W_l^0) with ``subtract_init`` (float64).
+
+    With ``diagonal``, only its diagonal (the squared column norms of W_l), without forming the d x d matrix."""
     _check_mlp(model)
     _check_bool("subtract_init", subtract_init)
+    _check_bool("diagonal", diagonal)
     W = model.weight(layer).detach().to(torch.float64)
     if subtract_init:
         W = W - model.initial_weight(layer).to(torch.float64)
-    return W.T @ W
+    return W.square().sum(0) if diagonal else W.T @ W
 
 
 def layer_agop(model: MLP, X, layer: int = 0, *, centre: bool = False, power: float = 1.0,
