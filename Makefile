@@ -9,7 +9,7 @@ PY := $(VENV)/bin/python
 TORCH_SPEC ?= torch==2.13.0
 TORCH_INDEX_URL ?=
 
-.PHONY: setup book test unit chapters sync browser-check bench calibrate full clean
+.PHONY: setup book test unit chapters sync browser-check pdf bench calibrate full clean
 setup: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml
@@ -45,6 +45,12 @@ sync: setup
 browser-check: setup
 	@test -f _build/html/index.html || { echo "browser-check: build the book first (make book)"; exit 1; }
 	$(PY) scripts/browser_check.py
+
+# The whole book as one PDF (after make book): single-page HTML printed by headless Chromium into
+# _build/html/rfm-book.pdf, linked from every page's download menu.
+pdf: setup
+	@test -f _build/html/index.html || { echo "pdf: build the book first (make book)"; exit 1; }
+	$(PY) scripts/book_pdf.py
 
 # Calibrate a chapter's Checks: its smoke profile over seeds 0..SEEDS-1, JOBS side by side, written to
 # results/calibration/$(CHAPTER).json (the chapter's Checks table reads it).
