@@ -9,14 +9,14 @@ PY := $(VENV)/bin/python
 TORCH_SPEC ?= torch==2.13.0
 TORCH_INDEX_URL ?=
 
-.PHONY: setup book test unit chapters sync browser-check pdf bench calibrate full clean
+.PHONY: setup book test unit chapters sync browser-check pdf lock bench calibrate full clean
 setup: $(VENV)/.installed
 
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml requirements/constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV) || { rm -rf $(VENV); echo "setup: '$(PYTHON) -m venv' failed; on Debian/Ubuntu: sudo apt-get install python3-venv"; exit 1; }
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) scripts/install_torch.py $(if $(TORCH_INDEX_URL),--index-url $(TORCH_INDEX_URL)) $(TORCH_SPEC)
-	$(PY) -m pip install -q -e ".[book,test]"
+	$(PY) -m pip install -q -c requirements/constraints.txt -e ".[book,test]"
 	touch $@
 
 # Build the book into _build/html: executes each chapter once (shared with the chapter tests through the
@@ -64,6 +64,15 @@ calibrate: setup
 full: setup
 	@test -n "$(CHAPTER)" || { echo "usage: make full CHAPTER=<slug>"; exit 1; }
 	$(PY) scripts/full_run.py $(CHAPTER)
+
+# Re-resolve the pinned versions of the package's dependencies and the book and test tools (requirements/
+# constraints.txt, used by setup and environment.yml) with uv, for Python >= 3.10 on every platform; current pins
+# are kept where they still fit (UPGRADE=1: newest versions). torch is left out: scripts/install_torch.py picks it.
+lock: setup
+	$(PY) -m pip install -q uv
+	$(VENV)/bin/uv pip compile pyproject.toml --extra book --extra test --extra data --universal \
+	    --python-version 3.10 --override requirements/no-torch.txt --no-emit-package torch \
+	    $(if $(UPGRADE),--upgrade) -o requirements/constraints.txt
 
 bench: setup
 	$(PY) -m pip install -q "xrfm==0.4.5"
