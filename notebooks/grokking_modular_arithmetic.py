@@ -82,11 +82,11 @@ start, start_cpu = time.perf_counter(), time.process_time()
 P = rfm.book.settings(
     profile,
     smoke=dict(p=61, train_fraction=0.5, iters=20, bandwidth=2.5, rfm_operations=("add", "mul", "div"),
-               sweep_seeds=(seed,), fractions=(),
+               sweep_seeds=1, fractions=(),
                net_epochs=200, net_train_fraction=0.3, net_batch_size=32, net_lr=1e-3, net_weight_decay=1.0,
                net_width=256, net_operations=("add",), nfm_every=20),
     full=dict(p=61, train_fraction=0.5, iters=50, bandwidth=2.5, rfm_operations=mod.OPERATIONS,
-              sweep_seeds=(seed, seed + 1, seed + 2), fractions=(0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7),
+              sweep_seeds=3, fractions=(0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7),
               net_epochs=1000, net_train_fraction=0.3, net_batch_size=32, net_lr=1e-3, net_weight_decay=1.0,
               net_width=1024, net_operations=mod.OPERATIONS, nfm_every=50),
     p=p, train_fraction=train_fraction, iters=iters, bandwidth=bandwidth, net_epochs=net_epochs,
@@ -657,7 +657,7 @@ def summarise(cv):
 
 sweep = {(op, seed): summarise(C[op]) for op in P.rfm_operations}
 for op in P.rfm_operations:
-    for s in P.sweep_seeds:
+    for s in range(seed, seed + P.sweep_seeds):
         if (op, s) not in sweep:
             sweep[(op, s)] = summarise(curves(rfm_run(op, s)["progress"]))
 print(f"{'op':>6} {'seed':>5} {'acc > 1/2 at':>13} {'final test acc':>15} {'circ. dev. it 1 -> end':>24} "
@@ -684,7 +684,7 @@ if len(sweep) > 1:
     fig, axes = plt.subplots(2, 1, figsize=(9, 6.4), sharex=True)
     for (op, s), r in sweep.items():
         kw = dict(color=f"C{mod.OPERATIONS.index(op)}", alpha=0.7,
-                  label=f"x {mod.SYMBOLS[op]} y" if s == P.sweep_seeds[0] else None)
+                  label=f"x {mod.SYMBOLS[op]} y" if s == seed else None)
         axes[0].plot(r["acc"], **kw)
         axes[1].plot(r["dev"], **kw)
     axes[0].set_ylabel("test accuracy")
