@@ -290,6 +290,8 @@ axes[0].set_ylabel("correlation (cosine)")
 axes[0].legend(fontsize=8)
 rfm.book.savefig(fig, "feature_learning_as_alignment_chain_curves", output_dir=output_dir)
 plt.show()
+
+# %%
 early = {(s0, l): (float(seed_mean("gd", s0, "c_nfc", l)[1]), float(seed_mean("gd", s0, "uc_nfc", l)[1]))
          for s0 in P.init_scales for l in (0, 1)}
 for s0 in P.init_scales:
@@ -337,6 +339,8 @@ ax.grid(alpha=0.3)
 ax.legend(fontsize=8)
 rfm.book.savefig(fig, "feature_learning_as_alignment_weight_change", output_dir=output_dir)
 plt.show()
+
+# %%
 change_scale1 = float(seed_mean("gd", s_big, "weight_change", 0)[-1])
 glue("change_scale1", change_scale1, "{:.3f}")
 glue("change_small", float(seed_mean("gd", P.init_scales[-1], "weight_change", 0)[-1]), "{:.3f}")
@@ -401,6 +405,8 @@ np.atleast_1d(axes)[0].set_ylabel("first-layer correlation")
 np.atleast_1d(axes)[0].legend(fontsize=7)
 rfm.book.savefig(fig, "feature_learning_as_alignment_decay", output_dir=output_dir)
 plt.show()
+
+# %%
 decay_gap = min(float(decay_mean(a, P.decay_scales[0], "c_nfc")[1] - decay_mean(a, P.decay_scales[0], "uc_nfc")[1])
                 for a in P.decays)
 decay_test = {(a, s0): float(np.mean([decay_runs[a, s0, s]["test"] for s in SEEDS]))
@@ -439,6 +445,8 @@ for ax in axes:
 axes[0].legend(fontsize=8)
 rfm.book.savefig(fig, "feature_learning_as_alignment_centrings", output_dir=output_dir)
 plt.show()
+
+# %%
 s_dec = P.decay_scales[0]
 dc_ratio_early_scale1 = max(float(decay_mean(a_iso, s_dec, "dc_ratio", l)[1]) for l in (0, 1))
 dc_ratio_end = {(s0, l): float(decay_mean(a_iso, s0, "dc_ratio", l)[-1]) for s0 in P.decay_scales for l in (0, 1)}
@@ -626,6 +634,8 @@ for ax in axes[1]:
 axes[0, 0].legend(fontsize=8)
 rfm.book.savefig(fig, "feature_learning_as_alignment_slo_curves", output_dir=output_dir)
 plt.show()
+
+# %%
 show(slo_table, "SLO, end of training (first layer):")
 slo_uc_min = min(r["uc"] for r in slo_table)
 slo_uc_spread = max(r["uc"] for r in slo_table) - slo_uc_min
