@@ -199,7 +199,7 @@ glue("r2_d_hi", r2_vs_d[-1], "{:.3f}")
 glue("n_hi", f"{P.n_sweep[-1]:,}")
 glue("n_lo", f"{P.n_sweep[0]:,}")
 glue("r2_n_hi", r2_vs_n[-1], "{:.3f}")
-glue("r2_n_lo", r2_vs_n[0], "{:.3f}")
+glue("r2_n_lo", r2_vs_n[0], "{:.3f}");
 
 # %% [markdown]
 # With {glue:text}`d_lo` coordinates the same kernel machine learns $x_1 x_2$ almost perfectly (test $R^2$
@@ -341,7 +341,7 @@ print(f"plain Laplace KRR (float64): test R^2 = {r2_plain:.3f}")
 print(f"closed-form vs independent autograd AGOP, M = I, on {len(Z_check)} points: relative difference "
       f"{agop_ref_identity:.1e}")
 glue("r2_plain", r2_plain, "{:.3f}")
-glue("agop_ref_identity", agop_ref_identity, "{:.0e}")
+glue("agop_ref_identity", agop_ref_identity, "{:.0e}");
 
 # %% [markdown]
 # The predictor is poor (test $R^2$ {glue:text}`r2_plain`), and the closed form agrees with the independent
@@ -481,7 +481,7 @@ glue("ev_ratio_T", float(ev[1] / ev[2]), "{:.0f}")
 glue("cos_egop", cos_egop, "{:.3f}")
 glue("agop_ref_learned", agop_ref_learned, "{:.0e}")
 glue("overlap_agop_0", overlaps[0], "{:.3f}")
-glue("overlap_agop_T", overlaps[-1], "{:.3f}")
+glue("overlap_agop_T", overlaps[-1], "{:.3f}");
 
 # %% [markdown]
 # Iteration 0 is the plain kernel machine of the previous section (in float32 here: test $R^2$
@@ -525,7 +525,7 @@ glue("med_off_1", o1, "{:.1e}")
 glue("med_diag_T", dT, "{:.1e}")
 glue("med_off_T", oT, "{:.1e}")
 glue("cross_T", cT, "{:.1e}")
-glue("diag_drop_decades", np.log10(d1 / dT), "{:.1f}")
+glue("diag_drop_decades", np.log10(d1 / dT), "{:.1f}");
 
 # %% [markdown]
 # In $M_1$ the other $d - 2$ diagonal entries have a median of {glue:text}`med_diag_1` (the block's entries are
@@ -594,7 +594,7 @@ glue("r2_sqrt", r2_sqrt, "{:.3f}")
 glue("block_ratio_p1", conv["p = 1, centred (above)"][1], "{:.2f}")
 glue("block_ratio_sqrt", conv["p = 1/2, centred"][1], "{:.2f}")
 glue("tail_p1", conv["p = 1, centred (above)"][2], "{:.3f}")
-glue("tail_sqrt", conv["p = 1/2, centred"][2], "{:.3f}")
+glue("tail_sqrt", conv["p = 1/2, centred"][2], "{:.3f}");
 
 # %% [markdown]
 # After {glue:text}`iters` updates the test $R^2$ is {glue:text}`r2_rfm_T` with centred gradients against
@@ -677,9 +677,15 @@ plt.show()
 # margin of at least 20 % of the worst seed's value for the claims (a threshold of at most 0.8 times the smallest
 # value seen); the sanity tolerances are fixed by the arithmetic (float64 rounding; five standard errors).
 #
-# The claims need $n$ large enough relative to $d$ for one AGOP to find the coordinates: we checked them at the
-# default $n = 2000, d = 100$, at smaller $n$ and other $d$ (see *What we reproduced*); outside that range a failing
-# check says that the claim needs more data, not that the code is wrong.
+# **Where the claims hold.** They are claims about a regime, $d$ large enough that the fixed kernel fails and $n$
+# large enough that RFM does not: we calibrated them at the defaults ($n = 2000$, $d = 100$, seeds 0–9) and reran
+# the chapter at seeds 11 and 23 (all checks pass) and at other sizes. At $d = 50$ the plain kernel already explains
+# part of the variance and its raw AGOP already finds $x_1, x_2$: RFM still ends near-perfect, but the gains over
+# the controls are smaller, and the centring claims fail, since the mean-gradient artefact is a high-dimensional
+# effect. At $n = 1000$ (the paper's training size) or $d = 200$ RFM still beats the fixed kernel by a wide margin,
+# but below some of the thresholds calibrated at $n = 2000$, $d = 100$ (the chain monomial's gain first). A
+# reader who changes `n` or `d` should read a failing claim as "outside the calibrated regime", and rerun
+# `make calibrate` at those settings to set thresholds there.
 
 # %%
 checks = rfm.book.Checks("kernels_and_agop", P, seed=seed, device=dev, output_dir=output_dir)
