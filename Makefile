@@ -9,7 +9,7 @@ PY := $(VENV)/bin/python
 TORCH_SPEC ?= torch==2.13.0
 TORCH_INDEX_URL ?=
 
-.PHONY: setup book test unit chapters sync browser-check pdf lock bench calibrate full clean
+.PHONY: setup book test unit chapters sync browser-check pdf lock dist bench calibrate full clean
 setup: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml requirements/constraints.txt
@@ -73,6 +73,12 @@ lock: setup
 	$(VENV)/bin/uv pip compile pyproject.toml --extra book --extra test --extra data --universal \
 	    --python-version 3.10 --override requirements/no-torch.txt --no-emit-package torch \
 	    $(if $(UPGRADE),--upgrade) -o requirements/constraints.txt
+
+# The package alone: wheel and sdist of agop-rfm into dist/ (tests/test_package_build.py installs such a wheel
+# into a clean venv with only the core dependencies).
+dist: setup
+	$(PY) -m pip install -q build
+	$(PY) -m build --outdir dist .
 
 bench: setup
 	$(PY) -m pip install -q "xrfm==0.4.5"
