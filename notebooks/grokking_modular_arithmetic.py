@@ -277,9 +277,10 @@ plot_progress(c, f"RFM on x + y mod {P.p}", "grokking_modular_arithmetic_transit
 # ### Division
 #
 # Division has the same shape ({numref}`fig-grokking-division`, the paper's Fig. 2B): the fixed kernel gets only the
-# pairs with $x = 0$ right (answer 0, a test accuracy near $1/p$), the accuracy stays there for
-# {glue:text}`div_last_flat` iterations while the circulant deviation (in the re-indexed order, below) falls from
-# {glue:text}`div_dev_first` to {glue:text}`div_dev_last_flat`, then rises to {glue:text}`div_final_acc`.
+# pairs with $x = 0$ right (answer 0, a test accuracy near $1/p$), and the accuracy stays there up to iteration
+# {glue:text}`div_last_flat` while the circulant deviation (in the re-indexed order, below) falls from
+# {glue:text}`div_dev_first` to {glue:text}`div_dev_last_flat`; then the accuracy rises, to
+# {glue:text}`div_final_acc` at the end.
 
 # %%
 cd_ = C["div"]
@@ -644,7 +645,9 @@ plt.show()
 # The full profile repeats the RFM run for $+, -, \times, \div$ and three seeds with the authors' 50 iterations, and
 # records when the test accuracy passes 1/2 and where it ends; it also trains the network on every operation, and
 # sweeps the training fraction for RFM (the paper's Fig. 4 varies it; we run the fractions 0.1 to 0.7 with one seed).
-# The smoke profile lists only its three runs and draws the sweeps when there is more than one run.
+# The smoke profile lists only its three runs ({numref}`fig-grokking-sweep`); the training-fraction sweep and the
+# network on the other operations are drawn in the full profile only (its figures are committed in
+# `results/grokking_modular_arithmetic/full_figures/`).
 
 # %%
 def summarise(cv):
