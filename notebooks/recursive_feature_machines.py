@@ -479,29 +479,40 @@ rfm.book.glue("diag_corr_ten", diag_corr["10-class"], "{:.3f}")
 #
 # On the digits, **RFM's last iterate minus iteration 0** (test accuracy), per task. The selected iterate is
 # recorded and shown, not checked: when validation picks iteration 0, RFM *is* plain Laplace, and that must not
-# count as a win. Sanity checks hold by construction and reproduce nothing.
+# count as a win. Over the calibration's seeds the last iterate's change was {glue:text}`cal_bin_range` points on
+# 3 vs 5 (positive at {glue:text}`cal_bin_pos` of the seeds) and {glue:text}`cal_ten_range` points on ten classes
+# (positive at {glue:text}`cal_ten_pos`): **RFM does not reliably beat the plain Laplace kernel on MNIST-5k**, so
+# these two checks claim only that learning features does not cost more than about a point there. Sanity checks
+# hold by construction and reproduce nothing.
 
 # %%
+calib = rfm.book.load_calibration("recursive_feature_machines")
+for key, name in (("bin", "acc_gain_last_binary"), ("ten", "acc_gain_last_10class")):
+    vals = [v for v in (calib or {}).get("checks", {}).get(name, {}).get("values", []) if v is not None]
+    rfm.book.glue(f"cal_{key}_range", f"{100 * min(vals):+.1f} to {100 * max(vals):+.1f}" if vals else "(not calibrated)")
+    rfm.book.glue(f"cal_{key}_pos", f"{sum(v > 0 for v in vals)}/{len(vals)}" if vals else "(not calibrated)")
 checks = rfm.book.Checks("recursive_feature_machines", P, seed=seed, device=dev, output_dir=output_dir)
-checks.claim("r2_gain_rfm_over_laplace", largest["rfm"] - largest["laplace"], at_least=0.6,
+checks.claim("r2_gain_rfm_over_laplace", largest["rfm"] - largest["laplace"], at_least=0.75,
              what=f"test R^2 of RFM's last iterate minus its iteration 0 (plain Laplace), n = {largest['n']}; "
-                  "margin 0.05 below the worst seed")
-checks.claim("r2_gain_rfm_over_ntk", largest["rfm"] - largest["ntk"], at_least=0.6,
+                  "0.06 below the worst seed")
+checks.claim("r2_gain_rfm_over_ntk", largest["rfm"] - largest["ntk"], at_least=0.54,
              what=f"test R^2 of RFM minus NTK ridge regression (depth {P.ntk_depth}), n = {largest['n']}; "
-                  "margin 0.05 below the worst seed")
-checks.claim("r2_gain_rfm_over_mlp_mid", mid["rfm"] - mid["mlp"], at_least=0.1,
+                  "0.05 below the worst seed")
+checks.claim("r2_gain_rfm_over_mlp_mid", mid["rfm"] - mid["mlp"], at_least=0.2,
              what=f"test R^2 of RFM minus the same-run network at n = {n_mid} (fewer samples than a network); "
-                  "margin 0.05 below the worst seed")
-checks.claim("overlap_gain_over_shuffled", overlap - overlap_shuffled, at_least=0.6,
+                  "0.06 below the worst seed")
+checks.claim("overlap_gain_over_shuffled", overlap - overlap_shuffled, at_least=0.85,
              what="top-2 eigenspace overlap of M with span(e1, e2) minus that of RFM's M on shuffled labels; "
-                  "margin 0.05 below the worst seed")
-checks.claim("corr_gain_over_init", corr_M_nfm - corr_M_nfm_init, at_least=0.3,
+                  "0.07 below the worst seed")
+checks.claim("corr_gain_over_init", corr_M_nfm - corr_M_nfm_init, at_least=0.65,
              what="corr(M_RFM, trained W0^T W0) minus corr(M_RFM, W0^T W0 at initialisation); "
-                  "margin 0.05 below the worst seed")
-checks.claim("acc_gain_last_binary", results["binary"]["rfm_last"] - results["binary"]["laplace"], at_least=0.0,
-             what="3 vs 5: test accuracy of RFM's last iterate minus iteration 0 (plain Laplace)")
+                  "0.08 below the worst seed")
+checks.claim("acc_gain_last_binary", results["binary"]["rfm_last"] - results["binary"]["laplace"], at_least=-0.015,
+             what="3 vs 5: test accuracy of RFM's last iterate minus iteration 0 (plain Laplace): it does NOT "
+                  "claim a gain, only no loss beyond 1.5 points; 0.01 (two test images) below the worst seed")
 checks.claim("acc_gain_last_10class", results["10-class"]["rfm_last"] - results["10-class"]["laplace"],
-             at_least=0.0, what="10 classes: test accuracy of RFM's last iterate minus iteration 0 (plain Laplace)")
+             at_least=-0.012, what="10 classes: test accuracy of RFM's last iterate minus iteration 0 (plain Laplace): "
+                                   "no loss beyond 1.2 points, not a gain; 0.01 below the worst seed")
 checks.sanity("M_max_entry_is_one", abs(float(M_rfm.abs().max()) - 1.0), at_most=1e-6,
               what="M is normalised by its largest entry (by construction)")
 checks.sanity("M_symmetric", float((M_rfm - M_rfm.T).abs().max()), at_most=1e-6,
@@ -535,11 +546,12 @@ checks.finish();
 #   on the two relevant coordinates (overlap {glue:text}`overlap`, {glue:text}`overlap_shuffled` on shuffled
 #   labels) and agrees with the first-layer feature matrix of the trained network (correlation
 #   {glue:text}`corr_M_nfm`, {glue:text}`corr_M_nfm_init` before training).
-# * **Not reproduced here.** On MNIST-5k the fixed kernels are already about as good as the network, so the claim
-#   that RFM *closes the gap* on CelebA and SVHN is not tested. RFM's last iterate against plain Laplace changes
-#   test accuracy by {glue:text}`bin_gain_last` points (3 vs 5) and {glue:text}`ten_gain_last` points (ten
-#   classes) at this seed; over ten seeds (Checks table) the change is small and its sign is what the calibration
-#   shows. The code for SVHN and CelebA is in place for the full profile; it {glue:text}`paper_sets_status`.
+# * **Not reproduced here.** On MNIST-5k the fixed kernels (Laplace, the two-hidden-layer NTK) are already about as
+#   good as the network, so the claim that RFM *closes the gap* on CelebA and SVHN is not tested. RFM's last iterate
+#   against plain Laplace changes test accuracy by {glue:text}`bin_gain_last` points (3 vs 5) and
+#   {glue:text}`ten_gain_last` points (ten classes) at this seed, and by {glue:text}`cal_bin_range` and
+#   {glue:text}`cal_ten_range` points over seeds 0-9: small, and not always positive. The code for SVHN and CelebA
+#   is in place for the full profile; it {glue:text}`paper_sets_status`.
 # * **Settings.** The smoke numbers on this page come from the book's shared 2-core CPU. The smoke profile's
 #   network is trained by Adam (ours), the full profile's by the appendix's full-batch gradient descent; the
 #   full-profile run committed in `results/recursive_feature_machines/full.json` is shown in the Checks table.
