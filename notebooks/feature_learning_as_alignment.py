@@ -33,17 +33,20 @@
 # 1. the decomposition AGOP $= W^\top K W$, checked to rounding error, and the paper's Figure 1 on the chain
 #    monomial: the EGOP, the NFM, the AGOP, and the AGOP with $K$ replaced by a random matrix of the same spectrum;
 # 2. the uncentred and centred neural feature correlations (UC-NFC, C-NFC) over training, for MLPs on the chain
-#    monomial and on real MNIST digits;
+#    monomial (also with spectrally decaying inputs, Figures 8–10) and on real MNIST digits, with the weight
+#    changes and the double- and PTK-centred correlations of Appendix C;
 # 3. how the initialisation scale changes them;
 # 4. SLO with speeds $C = (500, 0.002, 0.002)$ against plain gradient descent, across initialisation scales:
-#    correlations, learned features, test error;
+#    correlations, learned features (NFM and AGOP against the EGOP, Figure 4), test error; in the full profile
+#    also SLO on MNIST (a Figure 17 analogue);
 # 5. the correlation of the second time derivatives of the centred NFM and AGOP at initialisation on the paper's
-#    *alignment reversing* data set, as its balance parameter varies, next to the paper's free-probability
-#    prediction.
+#    *alignment reversing* data set, made well-posed, as its balance parameter varies, next to the paper's
+#    free-probability prediction.
 #
 # The default *smoke* profile uses the paper's network sizes for items 1 and 4, a smaller network and a 2,000-digit
-# subset for MNIST, and $n = d = k = 256$ instead of 1024 for item 5. It runs in about two minutes on a 2-core CPU.
-# The *full* profile uses the paper's sizes and several seeds; it is meant for a GPU.
+# subset for MNIST, one of the spectral decays, and $n = d = k = 256$ instead of 1024 for item 5. It runs in two to
+# three minutes on a 2-core CPU. The *full* profile uses the paper's sizes and three seeds; it is meant for a GPU.
+# The experiment code (tasks, tracked runs, the reversing sweep) lives in `rfm.nets.alignment`.
 
 # %% tags=["remove-cell"]
 # Colab set-up: install the package from the book's repository (the same URL as `repository.url` in _config.yml).
