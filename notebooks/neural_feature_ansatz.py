@@ -257,9 +257,9 @@ plt.show()
 
 # %% [markdown]
 # Before training the NFM is a noisy multiple of the identity; after training the $2\times2$ block of the relevant
-# coordinates dominates it, exactly where the trained AGOP puts its weight. The control's two matrices share their
-# eigenvectors (random ones) and the trained spectrum, yet agree less: with random left singular vectors the AGOP
-# reweights the NFM's directions in a way unrelated to their singular values.
+# coordinates dominates it, exactly where the trained AGOP puts its weight. The control's NFM has the trained
+# spectrum in random directions, and its AGOP$^{1/2}$ lives on the same directions, yet the two agree less: with
+# random left singular vectors the AGOP weighs those directions in a way unrelated to their singular values.
 
 # %% [markdown]
 # ## Every layer
