@@ -41,15 +41,18 @@ chapters: setup
 sync: setup
 	for f in notebooks/*.py; do [ -e "$$f" ] && $(VENV)/bin/jupytext --sync "$$f"; done; true
 
-# Open the built chapter in headless Chromium: screenshot in _build/screenshots/, figure shown, no error output.
+# Open every built chapter in headless Chromium (Selenium): figures shown, no error output, launch and download
+# links right; screenshots in _build/screenshots/.
 browser-check: setup
 	@test -f _build/html/index.html || { echo "browser-check: build the book first (make book)"; exit 1; }
+	$(PY) -m pip install -q -r requirements/browser.txt
 	$(PY) scripts/browser_check.py
 
 # The whole book as one PDF (after make book): single-page HTML printed by headless Chromium into
 # _build/html/rfm-book.pdf, linked from every page's download menu.
 pdf: setup
 	@test -f _build/html/index.html || { echo "pdf: build the book first (make book)"; exit 1; }
+	$(PY) -m pip install -q -r requirements/browser.txt
 	$(PY) scripts/book_pdf.py
 
 # Calibrate a chapter's Checks: its smoke profile over seeds 0..SEEDS-1, JOBS side by side, written to

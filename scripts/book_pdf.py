@@ -5,7 +5,7 @@
 1. ``jupyter-book build -W -n --keep-going --builder singlehtml``: every page on one HTML page, into
    ``_build/singlehtml`` (the chapters come from the execution cache that `make book` filled; nothing is executed
    when the cache is fresh).
-2. Headless Chromium (the same DevTools client as scripts/browser_check.py) opens it, waits for MathJax to
+2. Headless Chromium under Selenium (as in scripts/browser_check.py) opens it, waits for MathJax to
    typeset the formulas (MathJax is loaded from its CDN, so offline the formulas stay as TeX source), and prints it
    to ``_build/html/rfm-book.pdf`` (A4, backgrounds, no browser header or footer).
 3. Every page of ``_build/html`` gets a "book .pdf" entry in its download menu, pointing to that file (idempotent).
@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import browser_check  # noqa: E402  (the Chromium DevTools client)
+import browser_check  # noqa: E402  (the Selenium-driven Chromium)
 
 ROOT = Path(__file__).resolve().parent.parent
 PDF_NAME = "rfm-book.pdf"
@@ -57,22 +57,25 @@ def build_singlehtml(book: Path) -> Path:
 
 
 def print_pdf(page: Path, pdf: Path, mathjax_wait: float = 30.0) -> dict:
-    browser = browser_check.Chromium(timeout=300)
+    from selenium.webdriver.common.print_page_options import PrintOptions
+
+    browser = browser_check.driver(timeout=300)
     try:
-        browser.open(page.resolve().as_uri())
+        browser.get(page.resolve().as_uri())
         state, deadline = "none", time.monotonic() + mathjax_wait
         while time.monotonic() < deadline:
-            state = browser.evaluate(MATHJAX_READY_JS)
+            state = browser.execute_script("return " + MATHJAX_READY_JS)
             if state in ("none", "done", "failed"):
                 break
             time.sleep(0.5)
-        browser.evaluate(PRINT_CSS_JS)
-        data = browser.send("Page.printToPDF", {"printBackground": True, "preferCSSPageSize": False,
-                                                "paperWidth": 8.27, "paperHeight": 11.69, "marginTop": 0.5,
-                                                "marginBottom": 0.5, "marginLeft": 0.5, "marginRight": 0.5,
-                                                "displayHeaderFooter": False})["data"]
+        browser.execute_script("return " + PRINT_CSS_JS)
+        options = PrintOptions()
+        options.page_width, options.page_height = 21.0, 29.7  # A4, in cm
+        options.margin_top = options.margin_bottom = options.margin_left = options.margin_right = 1.27
+        options.background = True
+        data = browser.print_page(options)
     finally:
-        browser.close()
+        browser.quit()
     pdf.parent.mkdir(parents=True, exist_ok=True)
     pdf.write_bytes(base64.b64decode(data))
     pages = len(re.findall(rb"/Type\s*/Page[^s]", pdf.read_bytes()))

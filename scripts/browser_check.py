@@ -1,29 +1,28 @@
-"""Check a built chapter page in a real browser (headless Chromium): `make browser-check` runs this.
+"""Check the built chapter pages in a real browser (headless Chromium driven by Selenium): `make browser-check`.
 
-    python scripts/browser_check.py [PAGE ...]    (default: _build/html/notebooks/kernels_and_agop.html)
+    python scripts/browser_check.py [PAGE ...]    (default: every chapter, _build/html/notebooks/*.html)
 
-Chromium (the Debian package `chromium`; .ci/run installs it when missing) loads each page and is driven over the
-DevTools protocol on a pipe (no network port). The check fails unless
+Chromium (the Debian packages `chromium` and `chromium-driver`; .ci/run installs them when missing) is driven with
+Selenium (requirements/browser.txt; `make browser-check` installs it). For each page the check fails unless
 
-* the page has at least one image among its cell outputs that the browser loaded (complete, at least 100 x 100
-  pixels) and whose file exists and is a PNG figure that is not blank;
+* the page shows at least one figure among its cell outputs that the browser loaded (complete, at least
+  100 x 100 pixels), and every output image the page shows is loaded; a PNG figure file is not blank;
 * no cell output is an error (a traceback block, an error output, or "Traceback (most recent call last)");
+* the launch buttons open this chapter's twin ``notebooks/<slug>.ipynb`` of the repository and branch named in
+  _config.yml, in Colab (and on Binder when configured);
+* the download menu offers the executed notebook (``_sources/notebooks/<slug>.ipynb``, a notebook with outputs)
+  and the page's source;
 * the screenshots are not blank (their pixels vary).
 
-It writes two screenshots to _build/screenshots/: ``<page>.png``, the top of the page as a reader first sees it, and
-``<page>-figure.png``, the page scrolled to the chapter's first figure.
+It writes two screenshots per page to _build/screenshots/: ``<page>.png``, the top of the page as a reader first
+sees it, and ``<page>-figure.png``, the page scrolled to the chapter's first figure.
 """
 from __future__ import annotations
 
 import argparse
-import base64
 import json
-import os
-import select
 import shutil
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from urllib.parse import unquote, urlparse
@@ -33,35 +32,38 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 HTML = ROOT / "_build" / "html"
 SHOTS = ROOT / "_build" / "screenshots"
-DEFAULT_PAGES = [HTML / "notebooks" / "kernels_and_agop.html"]
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-         "--disable-component-update", "--no-first-run", "--hide-scrollbars", "--disable-sync",
-         "--disable-dev-shm-usage", "--mute-audio"]
 WIDTH, HEIGHT = 1280, 1600
+FLAGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--hide-scrollbars",
+         "--disable-background-networking", "--disable-component-update", "--no-first-run", "--mute-audio",
+         f"--window-size={WIDTH},{HEIGHT}"]
 
-# Runs in the page: what a reader would see of the cell outputs.
-INSPECT_JS = r"""(() => {
+# Runs in the page: what a reader would see of the cell outputs, and where the header buttons point.
+INSPECT_JS = r"""return JSON.stringify((() => {
   const outputs = [...document.querySelectorAll('.cell_output')];
   const imgs = outputs.flatMap(o => [...o.querySelectorAll('img')]);
   const errors = [...document.querySelectorAll(
       '.cell_output .traceback, .cell_output .highlight-ipythontb, .cell_output .output.error')];
   const text = outputs.map(o => o.innerText).join('\n');
   const tb = text.indexOf('Traceback (most recent call last)');
-  return JSON.stringify({
+  const links = sel => [...document.querySelectorAll(sel)].map(a => a.href);
+  return {
     title: document.title,
     n_outputs: outputs.length,
     images: imgs.map(i => ({src: i.currentSrc || i.src, complete: i.complete,
                             width: i.naturalWidth, height: i.naturalHeight})),
     errors: errors.map(e => e.className),
     traceback: tb < 0 ? null : text.slice(Math.max(0, tb - 200), tb + 400),
-  });
-})()"""
-SCROLL_JS = r"""(() => {
+    colab: links('a.btn-launch-colab-button, a[href*="colab.research.google.com"]'),
+    binder: links('a.btn-launch-binder-button, a[href*="mybinder.org"]'),
+    notebook_download: links('a.btn-download-notebook-button'),
+    source_download: links('a.btn-download-source-button'),
+  };
+})())"""
+SCROLL_JS = r"""
   const img = [...document.querySelectorAll('.cell_output img')].find(i => i.complete && i.naturalWidth >= 100);
   if (!img) return false;
   img.scrollIntoView({block: 'center'});
-  return true;
-})()"""
+  return true;"""
 
 
 def find_chromium() -> str:
@@ -72,97 +74,32 @@ def find_chromium() -> str:
     raise SystemExit("browser-check: no Chromium found; install the Debian package: apt-get install -y chromium")
 
 
-class Chromium:
-    """A headless Chromium driven over the DevTools protocol on a pipe (fds 3 and 4, messages ending in NUL)."""
+def driver(timeout: float = 120.0):
+    """A headless Chromium under Selenium (chromedriver from PATH when there is one, else Selenium Manager's)."""
+    try:
+        from selenium import webdriver
+        from selenium.webdriver.chrome.service import Service
+    except ImportError:
+        raise SystemExit("browser-check: Selenium is missing: pip install -r requirements/browser.txt "
+                         "(make browser-check does it)") from None
+    options = webdriver.ChromeOptions()
+    options.binary_location = find_chromium()
+    for flag in FLAGS:
+        options.add_argument(flag)
+    chromedriver = shutil.which("chromedriver")
+    service = Service(executable_path=chromedriver) if chromedriver else Service()
+    d = webdriver.Chrome(options=options, service=service)
+    d.set_page_load_timeout(timeout)
+    d.set_script_timeout(timeout)
+    return d
 
-    def __init__(self, timeout: float = 60.0):
-        self.timeout = timeout
-        self.profile = tempfile.mkdtemp(prefix="chromium-profile-")
-        to_chrome_r, to_chrome_w = os.pipe()
-        from_chrome_r, from_chrome_w = os.pipe()
 
-        def child_fds():
-            os.dup2(to_chrome_r, 3)
-            os.dup2(from_chrome_w, 4)
+def repository() -> tuple[str, str, dict]:
+    import yaml
 
-        cmd = [find_chromium(), *FLAGS, f"--user-data-dir={self.profile}", "--remote-debugging-pipe",
-               f"--window-size={WIDTH},{HEIGHT}", "about:blank"]
-        self.proc = subprocess.Popen(cmd, pass_fds=(3, 4), preexec_fn=child_fds, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.DEVNULL)
-        os.close(to_chrome_r)
-        os.close(from_chrome_w)
-        self.w = os.fdopen(to_chrome_w, "wb", buffering=0)
-        self.r = os.fdopen(from_chrome_r, "rb", buffering=0)
-        self.buf, self.next_id, self.events, self.session = b"", 0, [], None
-
-    def _read(self) -> dict:
-        deadline = time.monotonic() + self.timeout
-        while b"\0" not in self.buf:
-            left = deadline - time.monotonic()
-            if left <= 0 or not select.select([self.r], [], [], left)[0]:
-                raise TimeoutError("chromium did not answer in time")
-            chunk = self.r.read(1 << 20)
-            if not chunk:
-                raise RuntimeError("chromium closed the DevTools pipe")
-            self.buf += chunk
-        msg, self.buf = self.buf.split(b"\0", 1)
-        return json.loads(msg)
-
-    def send(self, method: str, params: dict | None = None, *, page: bool = True) -> dict:
-        self.next_id += 1
-        msg = {"id": self.next_id, "method": method, "params": params or {}}
-        if page and self.session:
-            msg["sessionId"] = self.session
-        self.w.write(json.dumps(msg).encode() + b"\0")
-        while True:
-            reply = self._read()
-            if reply.get("id") == self.next_id:
-                if "error" in reply:
-                    raise RuntimeError(f"{method}: {reply['error']}")
-                return reply.get("result", {})
-            self.events.append(reply)
-
-    def wait_for(self, event: str) -> dict:
-        deadline = time.monotonic() + self.timeout
-        while time.monotonic() < deadline:
-            for i, e in enumerate(self.events):
-                if e.get("method") == event:
-                    return self.events.pop(i)
-            self.events.append(self._read())
-        raise TimeoutError(f"no {event} from chromium")
-
-    def open(self, url: str):
-        target = self.send("Target.createTarget", {"url": "about:blank"}, page=False)
-        self.session = self.send("Target.attachToTarget", {"targetId": target["targetId"], "flatten": True},
-                                 page=False)["sessionId"]
-        self.send("Page.enable")
-        self.send("Emulation.setDeviceMetricsOverride",
-                  {"width": WIDTH, "height": HEIGHT, "deviceScaleFactor": 1, "mobile": False})
-        self.send("Page.navigate", {"url": url})
-        self.wait_for("Page.loadEventFired")
-        time.sleep(0.5)  # let the theme's scripts settle
-
-    def evaluate(self, js: str):
-        res = self.send("Runtime.evaluate", {"expression": js, "returnByValue": True})
-        if "exceptionDetails" in res:
-            raise RuntimeError(f"script failed in the page: {res['exceptionDetails']}")
-        return res["result"].get("value")
-
-    def screenshot(self, path: Path):
-        data = self.send("Page.captureScreenshot", {"format": "png"})["data"]
-        path.write_bytes(base64.b64decode(data))
-
-    def close(self):
-        try:
-            self.send("Browser.close", page=False)
-        except Exception:  # noqa: BLE001 - closing anyway
-            pass
-        try:
-            self.proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        shutil.rmtree(self.profile, ignore_errors=True)
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    repo = config["repository"]
+    return str(repo["url"]).rstrip("/"), str(repo.get("branch", "main")), config.get("launch_buttons") or {}
 
 
 def png_stats(path: Path) -> tuple[int, int, float]:
@@ -173,7 +110,43 @@ def png_stats(path: Path) -> tuple[int, int, float]:
     return img.shape[0], img.shape[1], float(np.std(rgb))
 
 
-def check_page(page: Path) -> list[str]:
+def check_links(info: dict, page: Path) -> list[str]:
+    """Launch buttons lead to this chapter's twin in the configured repository; downloads exist."""
+    problems = []
+    slug = page.stem
+    url, branch, launch = repository()
+    owner_repo = url.removeprefix("https://github.com/")
+    want = f"notebooks/{slug}.ipynb"
+    if launch.get("colab_url"):
+        expected = f"{launch['colab_url'].rstrip('/')}/github/{owner_repo}/blob/{branch}/{want}"
+        if info["colab"] != [expected]:
+            problems.append(f"Colab link {info['colab']} is not [{expected}]")
+    if launch.get("binderhub_url"):
+        expected = f"{launch['binderhub_url'].rstrip('/')}/v2/gh/{owner_repo}/{branch}?urlpath=tree/{want}"
+        if info["binder"] != [expected]:
+            problems.append(f"Binder link {info['binder']} is not [{expected}]")
+    if (ROOT / "notebooks" / f"{slug}.py").exists() and not (ROOT / want).exists():
+        problems.append(f"the launch buttons open {want}, which is not in the repository")
+    for kind in ("notebook_download", "source_download"):
+        if len(info[kind]) != 1:
+            problems.append(f"the download menu has {len(info[kind])} {kind.replace('_', ' ')} link(s)")
+            continue
+        target = Path(unquote(urlparse(info[kind][0]).path))
+        if not target.is_file():
+            problems.append(f"{kind.replace('_', ' ')} {target} does not exist")
+        elif kind == "notebook_download":
+            nb = json.loads(target.read_text())
+            outputs = sum(len(c.get("outputs", [])) for c in nb.get("cells", []) if c.get("cell_type") == "code")
+            if target.name != f"{slug}.ipynb" or outputs == 0:
+                problems.append(f"the downloadable notebook {target.name} has {outputs} outputs (not executed?)")
+    return problems
+
+
+def _rel(path: Path) -> str:
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
+
+
+def check_page(page: Path, browser) -> list[str]:
     if not page.exists():
         return [f"{page} does not exist: run `make book` first"]
     t0 = time.perf_counter()
@@ -182,23 +155,22 @@ def check_page(page: Path) -> list[str]:
     top, fig_shot = SHOTS / f"{page.stem}.png", SHOTS / f"{page.stem}-figure.png"
     for old in (top, fig_shot):
         old.unlink(missing_ok=True)
-    browser = Chromium()
-    try:
-        browser.open(page.resolve().as_uri())
-        info = json.loads(browser.evaluate(INSPECT_JS))
-        browser.screenshot(top)
-        if browser.evaluate(SCROLL_JS):
-            time.sleep(0.3)
-            browser.screenshot(fig_shot)
-    finally:
-        browser.close()
+    browser.get(page.resolve().as_uri())
+    time.sleep(0.5)  # let the theme's scripts settle
+    info = json.loads(browser.execute_script(INSPECT_JS))
+    browser.save_screenshot(str(top))
+    if browser.execute_script(SCROLL_JS):
+        time.sleep(0.3)
+        browser.save_screenshot(str(fig_shot))
 
     figures = []
     for img in info["images"]:
         src = img["src"]
-        if not (img["complete"] and img["width"] >= 100 and img["height"] >= 100):
-            problems.append(f"output image not shown by the browser: {img}")
+        if not (img["complete"] and img["width"] > 0):
+            problems.append(f"output image not loaded by the browser: {img}")
             continue
+        if img["width"] < 100 or img["height"] < 100:
+            continue  # a small image output is fine, but not the figure we look for
         if src.startswith("data:image/png"):
             figures.append("inline PNG")
             continue
@@ -207,7 +179,8 @@ def check_page(page: Path) -> list[str]:
             problems.append(f"output image {src} does not exist")
             continue
         if path.read_bytes()[:8] != b"\x89PNG\r\n\x1a\n":
-            continue  # an SVG or JPEG output is fine, but not the figure we look for
+            figures.append(path.name)  # an SVG or JPEG figure the browser loaded
+            continue
         h, w, std = png_stats(path)
         if std > 0.01:
             figures.append(str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path))
@@ -219,30 +192,43 @@ def check_page(page: Path) -> list[str]:
         problems.append(f"{len(info['errors'])} error output(s) on the page: {info['errors'][:5]}")
     if info["traceback"]:
         problems.append(f"a traceback in the outputs: ...{info['traceback']}...")
+    problems += check_links(info, page)
     for shot in (top, fig_shot):
         if not shot.exists():
-            problems.append(f"no screenshot {shot.relative_to(ROOT)}")
+            problems.append(f"no screenshot {_rel(shot)}")
             continue
         h, w, std = png_stats(shot)
         if std < 0.02:
-            problems.append(f"the screenshot {shot.relative_to(ROOT)} is blank (pixel std {std:.4f})")
-    print(f"browser-check: {page.relative_to(ROOT) if page.is_relative_to(ROOT) else page}: "
-          f"'{info['title']}', {info['n_outputs']} outputs, {len(figures)} figure(s) shown, "
-          f"{len(info['errors'])} error outputs; screenshots {top.relative_to(ROOT)}, "
-          f"{fig_shot.relative_to(ROOT)} ({time.perf_counter() - t0:.1f} s)")
+            problems.append(f"the screenshot {_rel(shot)} is blank (pixel std {std:.4f})")
+    print(f"browser-check: {_rel(page)}: '{info['title']}', {info['n_outputs']} outputs, {len(figures)} figure(s) "
+          f"shown, {len(info['errors'])} error outputs; screenshots {_rel(top)}, {_rel(fig_shot)} "
+          f"({time.perf_counter() - t0:.1f} s)")
     return problems
+
+
+def default_pages() -> list[Path]:
+    return sorted(HTML / "notebooks" / f"{p.stem}.html" for p in (ROOT / "notebooks").glob("*.py")
+                  if not p.name.startswith((".", "_")))
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("pages", nargs="*", type=Path, help="built pages to check (default: the first chapter)")
+    ap.add_argument("pages", nargs="*", type=Path, help="built pages to check (default: every chapter)")
+    ap.add_argument("--screenshots", type=Path, default=None, help="where the screenshots go (default: "
+                                                                    "_build/screenshots)")
     args = ap.parse_args(argv)
-    pages = [p if p.is_absolute() else Path.cwd() / p for p in args.pages] or DEFAULT_PAGES
+    global SHOTS
+    SHOTS = (args.screenshots or SHOTS).resolve()
+    pages = [p if p.is_absolute() else Path.cwd() / p for p in args.pages] or default_pages()
     failed = False
-    for page in pages:
-        for problem in check_page(page.resolve()):
-            print(f"browser-check: {page.name}: {problem}", file=sys.stderr)
-            failed = True
+    browser = driver()
+    try:
+        for page in pages:
+            for problem in check_page(page.resolve(), browser):
+                print(f"browser-check: {page.name}: {problem}", file=sys.stderr)
+                failed = True
+    finally:
+        browser.quit()
     print("browser-check: FAILED" if failed else f"browser-check: {len(pages)} page(s) OK")
     return 1 if failed else 0
 
