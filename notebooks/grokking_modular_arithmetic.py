@@ -738,10 +738,21 @@ if len(net_runs) > 1:
 # one), the test accuracy must stay within 2 points of the fixed kernel's for iterations 0–7 and end at least 0.9
 # above it,
 # and the circulant deviation must fall at *every* iteration. Thresholds sit beyond the worst of seeds 0–9 of the
-# calibration with the margins written in each rule (see the table: the worst seed's room is the distance to the
-# threshold). Train accuracy 1 (true by interpolation: ridge 0 solves the training equations), the training
+# calibration; the table's column "worst seed's room" is each margin. The margins are wide (at least 0.04 in
+# accuracy, a factor 2 or more for the ratios) except where the rule is the claim's own boundary: no iteration may
+# fail to lower the circulant deviation (room 0 by design), and the network's NFM–AGOP$^{1/2}$ correlation must
+# beat the best of five spectrum-matched networks (threshold 0; the worst seed beats them by less than 0.01 over all
+# entries and by about 0.02 over the off-diagonal entries, so these two rules are the tightest of the chapter). Train accuracy 1 (true by interpolation: ridge 0 solves the training equations), the training
 # residual and "the DFT's off-diagonal energy equals the circulant deviation" (an identity, unit-tested) are sanity
 # checks: they reproduce nothing.
+#
+# The checks need enough iterations and epochs for the parameters you choose. In single runs at seed 0 with
+# other knobs (not part of the calibration), a training fraction of 0.4 leaves the 20 smoke iterations in the middle
+# of the transition (final test accuracy about one half: the final-accuracy claim fails, every other check holds),
+# and $p = 53$ leaves the network, at 200 epochs and 30% of the pairs, generalised only near the end (99% test
+# accuracy at epoch 176) with its features not yet cleaned up: the NFM's circulant-deviation claim and both
+# NFM–AGOP$^{1/2}$ claims fail. The trained network beats the spectrum-matched control only once weight decay has
+# cleaned up its features, not at the moment it generalises. Seeds 11 and 23 passed every check.
 
 # %%
 all_runs = list(sweep.values())
