@@ -428,8 +428,9 @@ glue("decay_test_gain", decay_test_gain, "{:.3f}")
 # %% [markdown]
 # For every decay, at scale 1 the C-NFC of the first layer exceeds the UC-NFC by at least
 # {glue:text}`decay_gap` at step {glue:text}`decay_first_step`
-# ({numref}`fig-feature_learning_as_alignment-decay`), and the smaller scale has the lower test MSE, by at least
-# {glue:text}`decay_test_gain` (the printout gives each run), as Appendix G says. The two other centrings, on the
+# ({numref}`fig-feature_learning_as_alignment-decay`), as Appendix G says. The smaller scale also has the lower test
+# MSE here, but only by {glue:text}`decay_test_gain` (the printout gives each run); in the other seeds and the
+# width we tried, the gain was as small, so we record it without asserting. The two other centrings, on the
 # runs of the first decay, $\alpha =$ {glue:text}`decay_first` ({numref}`fig-feature_learning_as_alignment-centrings`):
 
 # %% mystnb={"figure": {"caption": "Appendix C on the gradient-descent runs of the first spectral decay (learning rate 0.05, default read-out): left, the ratio of the unnormalised double-centred to the centred NFC (the paper's Figure 5); right, the PTK-centred NFC (Figure 6); first layer solid, second dashed, one colour per first-layer initialisation scale (mean over the seeds).", "name": "fig-feature_learning_as_alignment-centrings"}}
@@ -878,10 +879,11 @@ glue("wide_gamma_min", min(wide_balances), "{:g}")
 # Every claim is measured against a control from the same run that the claim says must lose: the
 # spectrum-matched $Q$ (Figure 1), the UC-NFC of the same layer at the same step (centring), the largest
 # initialisation scale, plain gradient descent at the same scale (SLO), the balanced half of the same sweep
-# (alignment reversing). The algebraic identity $\bar G = W^\top K W$ and the independence of the reversing curve
-# from the exact floor are labelled sanity checks. Each threshold sits beyond the worst of seeds 0–9 of the smoke
-# profile (the table below reads `results/calibration/feature_learning_as_alignment.json`), by the margin given
-# with it in the check's description.
+# (alignment reversing). The algebraic identity $\bar G = W^\top K W$, the MNIST network's accuracy and the
+# independence of the reversing curve from the exact floor are labelled sanity checks. The thresholds were set
+# from seeds 0, 11 and 23 and a run at width 128 (all passing), each beyond the worst of them by at least 0.04
+# (mostly 0.1 or more); the table below shows the ten-seed calibration of the smoke profile
+# (`results/calibration/feature_learning_as_alignment.json`) and each check's room at its worst seed.
 
 # %%
 checks = rfm.book.Checks("feature_learning_as_alignment", P, seed=seed, device=dev, output_dir=output_dir)
@@ -891,40 +893,38 @@ checks.claim("fig1_nfc_minus_control", nfc_fig1 - control_fig1, at_least=0.25,
              what="rho(F, W^T K W) minus rho(F, W^T Q W) with Q spectrum-matched, random eigenvectors (Figure 1)")
 checks.claim("early_gap_layer0", early_gap0, at_least=0.3,
              what="C-NFC minus UC-NFC of layer 0 at the first record, GD, worst of scales 1, 0.1, 0.01")
-checks.claim("early_gap_layer1", early_gap1, at_least=0.6,
+checks.claim("early_gap_layer1", early_gap1, at_least=0.55,
              what="C-NFC minus UC-NFC of layer 1 at the first record, GD, worst of all scales")
-checks.claim("gd_uc_gain_small_init", gd_table[-1]["uc"] - gd1["uc"], at_least=0.25,
+checks.claim("gd_uc_gain_small_init", gd_table[-1]["uc"] - gd1["uc"], at_least=0.2,
              what="GD: final layer-0 UC-NFC at the smallest scale minus at scale 1 (Section 5.1)")
 checks.claim("gd_ratio_gain_small_init", gd_table[-1]["ratio"] - gd1["ratio"], at_least=0.8,
              what="GD: final C/UC ratio at the smallest scale minus at scale 1 (Section 5.1)")
-checks.claim("slo_nfm_egop_gain", slo1["nfm_egop"] - gd1["nfm_egop"], at_least=0.3,
+checks.claim("slo_nfm_egop_gain", slo1["nfm_egop"] - gd1["nfm_egop"], at_least=0.25,
              what="scale 1: cosine(NFM, EGOP) with SLO minus with GD, same data and init (Section 5.2)")
-checks.claim("slo_agop_egop_gain", slo1["agop_egop"] - gd1["agop_egop"], at_least=0.1,
+checks.claim("slo_agop_egop_gain", slo1["agop_egop"] - gd1["agop_egop"], at_least=0.05,
              what="scale 1: cosine(AGOP, EGOP) with SLO minus with GD (Section 5.2)")
-checks.claim("slo_uc_gain_scale1", slo1["uc"] - gd1["uc"], at_least=0.2,
+checks.claim("slo_uc_gain_scale1", slo1["uc"] - gd1["uc"], at_least=0.15,
              what="scale 1: final layer-0 UC-NFC with SLO minus with GD")
 checks.claim("slo_uc_every_scale", slo_uc_min, at_least=0.8,
              what="SLO: final layer-0 UC-NFC, worst of the four initialisation scales")
-checks.claim("slo_scale_invariance", gd_uc_spread - slo_uc_spread, at_least=0.2,
+checks.claim("slo_scale_invariance", gd_uc_spread - slo_uc_spread, at_least=0.15,
              what="spread (max - min over scales) of the final UC-NFC: GD's minus SLO's")
 checks.claim("slo_ratio_gain", slo_ratio_min - gd1["ratio"], at_least=0.8,
              what="SLO's C/UC ratio, worst scale, minus GD's at scale 1")
-checks.claim("slo_test_gain_scale1", gd1["test"] - slo1["test"], at_least=0.0,
+checks.claim("slo_test_gain_scale1", gd1["test"] - slo1["test"], at_least=0.05,
              what="scale 1: test MSE of GD minus that of SLO")
 checks.claim("decay_early_gap", decay_gap, at_least=0.2,
              what="spectral-decay inputs, scale 1: C-NFC minus UC-NFC of layer 0 at the first record, worst decay")
-checks.claim("decay_test_gain", decay_test_gain, at_least=0.0,
-             what="spectral-decay inputs: test MSE at scale 1 minus at the smallest scale, worst decay")
 checks.claim("mnist_gap_first_epoch", mnist_gap_epoch1, at_least=0.1,
              what="MNIST: C-NFC minus UC-NFC after the first full-lr epoch, worst layer")
 checks.sanity("mnist_accuracy", mnist_acc, at_least=0.8, what="the MNIST network learned (test accuracy)")
 checks.claim("reversing_drop", rev_drop, at_least=0.03,
              what="well-posed reversing data: mean correlation for gamma >= 0.5 minus for gamma <= 0.2")
-checks.claim("reversing_prediction_gap", rev_gap, at_most=0.06,
+checks.claim("reversing_prediction_gap", rev_gap, at_most=0.08,
              what="max |predicted - observed| second-derivative correlation over balances and data seeds")
 checks.sanity("reversing_floor_shift", rev_floor_shift, at_most=0.02,
               what="the well-posed curve moves this little when the floor is ten times lower (construction)")
-checks.record(dc_ratio_early=dc_ratio_early_scale1, nfc_fig1=nfc_fig1, control_fig1=control_fig1, k_spread_fig1=spread_fig1,
+checks.record(dc_ratio_early=dc_ratio_early_scale1, decay_test_gain=decay_test_gain, nfc_fig1=nfc_fig1, control_fig1=control_fig1, k_spread_fig1=spread_fig1,
               early=[[s0, l, c, u] for (s0, l), (c, u) in early.items()], mnist_acc=mnist_acc,
               mnist_gaps=mnist_gaps, gd_table=gd_table, slo_table=slo_table,
               dc_ratio_end=[[s0, l, v] for (s0, l), v in dc_ratio_end.items()],
