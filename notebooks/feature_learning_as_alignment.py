@@ -360,8 +360,8 @@ glue("change_small", float(seed_mean("gd", P.init_scales[-1], "weight_change", 0
 # more robust to the initialisation scale than the UC-NFC. `rfm.nets.alignment.chain_task(..., decay=α)` draws
 # such inputs (eigenvalues scaled to mean 1, our choice; the paper does not give their scale) and labels them with
 # the chain monomial. The smoke profile runs the decay $\alpha =$ {glue:text}`decays` (Figure 10) at the scales 1
-# and 0.01, the full profile the three decays at all four scales. The first-layer initialisation scale is $s_0$ as above; the seed
-# does not say which layer Figures 8–10 scale, so we keep the first.
+# and 0.01, the full profile the three decays at all four scales. The initialisation scale is that of the first
+# layer, $s_0$, as above; the seed does not say which layer Figures 8–10 scale.
 #
 # The same runs record the two other centrings of Appendix C. With $\bar K$ the covariance of the change
 # $\partial f/\partial h_\ell - \partial f_0/\partial h_\ell$ of the PTK features since initialisation
@@ -370,8 +370,8 @@ glue("change_small", float(seed_mean("gd", P.init_scales[-1], "weight_change", 0
 # $\operatorname{tr}(\bar W^\top \bar W \bar W^\top \bar K \bar W) / \operatorname{tr}(\bar W^\top \bar W
 # \bar W^\top K \bar W)$, which "do[es] not significantly contribute ... when initialization is large or for early
 # periods of training", and its Figure 6 shows the PTK-centred NFC decreasing through training. (In the SLO-setting
-# runs above, with the read-out at 0.01, $K$ starts near zero, so $\bar K \approx K$ and this ratio is close to 1
-# from the start; that is why we measure it here.)
+# runs above the read-out starts at 0.01, so the initial PTK features are small and $\bar K$ is close to $K$ by
+# construction; here the read-out starts at the default scale.)
 
 # %%
 t0 = time.perf_counter()
@@ -474,7 +474,8 @@ glue("smallest_scale", P.init_scales[-1], "{:g}")
 # and layers; the printout gives each). The paper reads its Figure 5 as showing this term small "when
 # initialization is large or for early periods of training"; in our runs it is not small after
 # {glue:text}`decay_first_step` steps. We have not established why; one candidate is that the later layers, the
-# read-out included, also move at this learning rate and change the first layer's PTK features with them. The PTK-centred NFC of the first layer at scale 1 goes
+# read-out included, also move at this learning rate and change the first layer's PTK features with them. The
+# PTK-centred NFC of the first layer at scale 1 goes
 # from {glue:text}`ptk_c_first_0` at step {glue:text}`decay_first_step` to {glue:text}`ptk_c_last_0` at the end;
 # compare the paper's Figure 6, where it decreases. The seed prints no values for either figure, and it does not
 # give their learning-rate schedule beyond Appendix I, so we record these curves without asserting on them.
@@ -924,7 +925,8 @@ checks.claim("reversing_prediction_gap", rev_gap, at_most=0.08,
              what="max |predicted - observed| second-derivative correlation over balances and data seeds")
 checks.sanity("reversing_floor_shift", rev_floor_shift, at_most=0.02,
               what="the well-posed curve moves this little when the floor is ten times lower (construction)")
-checks.record(dc_ratio_early=dc_ratio_early_scale1, decay_test_gain=decay_test_gain, nfc_fig1=nfc_fig1, control_fig1=control_fig1, k_spread_fig1=spread_fig1,
+checks.record(dc_ratio_early=dc_ratio_early_scale1, decay_test_gain=decay_test_gain, nfc_fig1=nfc_fig1,
+              control_fig1=control_fig1, k_spread_fig1=spread_fig1,
               early=[[s0, l, c, u] for (s0, l), (c, u) in early.items()], mnist_acc=mnist_acc,
               mnist_gaps=mnist_gaps, gd_table=gd_table, slo_table=slo_table,
               dc_ratio_end=[[s0, l, v] for (s0, l), v in dc_ratio_end.items()],
