@@ -970,7 +970,8 @@ checks.finish();
 #   assert on a variant with the singular values floored at a stated fraction, which gives the same curve as the
 #   recipe run in float64 at this size, and when the labelled points span the space ($n > d$) the data set
 #   reverses nothing. The double-centred term of Appendix C is not small early in our runs, and the PTK-centred NFC
-#   does not decrease as in the paper's Figure 6 (see that section); we record both without asserting. The seed
+#   of the first layer at scale 1 does not decrease as in the paper's Figure 6 (see that section); we record both
+#   without asserting. The seed
 #   gives no values for Figures 2–11, so those comparisons are qualitative. The CIFAR, SVHN, STL-10, GTSRB, CelebA,
 #   VGG and GPT experiments need data and compute we do not have offline; the full profile runs SLO on MNIST in
 #   place of the SVHN run of Figure 17.
