@@ -681,31 +681,31 @@ plt.show()
 # large enough that RFM does not: we calibrated them at the defaults ($n = 2000$, $d = 100$, seeds 0–9) and reran
 # the chapter at seeds 11 and 23 (all checks pass) and at other sizes. At $d = 50$ the plain kernel already explains
 # part of the variance and its raw AGOP already finds $x_1, x_2$: RFM still ends near-perfect, but the gains over
-# the controls are smaller, and the centring claims fail, since the mean-gradient artefact is a high-dimensional
-# effect. At $n = 1000$ (the paper's training size) or $d = 200$ RFM still beats the fixed kernel by a wide margin,
-# but below some of the thresholds calibrated at $n = 2000$, $d = 100$ (the chain monomial's gain first). A
-# reader who changes `n` or `d` should read a failing claim as "outside the calibrated regime", and rerun
-# `make calibrate` at those settings to set thresholds there.
+# the fixed kernel fall below their thresholds, the centring claims fail (the mean-gradient artefact is a
+# high-dimensional effect) and the three conventions end nearly level. At $n = 1000$ (the paper's training size)
+# RFM still beats the fixed kernel by a wide margin, but the chain monomial's gain falls below its threshold; at
+# $d = 200$ the advantage of $p = 1/2$ over $p = 1$ does. A reader who changes `n` or `d` should read a failing
+# claim as "outside the calibrated regime", and rerun `make calibrate` at those settings to set thresholds there.
 
 # %%
 checks = rfm.book.Checks("kernels_and_agop", P, seed=seed, device=dev, output_dir=output_dir)
-checks.claim("r2_gain_over_laplace", r2_rfm[-1] - r2_rfm[0], at_least=0.6,
+checks.claim("r2_gain_over_laplace", r2_rfm[-1] - r2_rfm[0], at_least=0.65,
              what="x1 x2: test R^2 of RFM's last iterate minus iteration 0 (the fixed Laplace kernel), same data")
-checks.claim("laplace_r2_loss_low_to_high_d", r2_vs_d[0] - r2_vs_d[-1], at_least=0.6,
+checks.claim("laplace_r2_loss_low_to_high_d", r2_vs_d[0] - r2_vs_d[-1], at_least=0.70,
              what="fixed Laplace kernel: test R^2 at the smallest d of the sweep minus at the largest, same n")
-checks.claim("M_trace_share_over_isotropic", mass_M - 2 / P.d, at_least=0.6,
+checks.claim("M_trace_share_over_isotropic", mass_M - 2 / P.d, at_least=0.74,
              what="share of tr M_T on x1, x2 minus 2/d, its value for M_0 = I")
-checks.claim("plain_agop_overlap_over_random", overlap_plain - 2 / P.d, at_least=0.6,
+checks.claim("plain_agop_overlap_over_random", overlap_plain - 2 / P.d, at_least=0.65,
              what="top-2 overlap of the centred AGOP of plain KRR with span(e1, e2) minus 2/d (a random subspace)")
-checks.claim("plain_agop_centring_gain", overlap_plain - overlap_raw, at_least=0.2,
+checks.claim("plain_agop_centring_gain", overlap_plain - overlap_raw, at_least=0.26,
              what="top-2 overlap with span(e1, e2): centred minus raw AGOP of plain KRR")
-checks.claim("chain_r2_gain_over_laplace", r2_chain[-1] - r2_chain[0], at_least=0.5,
+checks.claim("chain_r2_gain_over_laplace", r2_chain[-1] - r2_chain[0], at_least=0.60,
              what="chain monomial: test R^2 of RFM's last iterate minus iteration 0 (fixed Laplace kernel)")
-checks.claim("chain_overlap_over_random", overlap_chain - 3 / P.d, at_least=0.6,
+checks.claim("chain_overlap_over_random", overlap_chain - 3 / P.d, at_least=0.70,
              what="chain: top-3 overlap of M_T with span(e1, e2, e3) minus 3/d (a random subspace)")
-checks.claim("r2_centred_minus_uncentred", r2_rfm[-1] - r2_uncentred, at_least=0.0,
+checks.claim("r2_centred_minus_uncentred", r2_rfm[-1] - r2_uncentred, at_least=0.008,
              what="x1 x2: final test R^2 with centred minus uncentred gradients (p = 1)")
-checks.claim("r2_sqrt_minus_p1", r2_sqrt - r2_rfm[-1], at_least=0.0,
+checks.claim("r2_sqrt_minus_p1", r2_sqrt - r2_rfm[-1], at_least=0.045,
              what="x1 x2: final test R^2 with p = 1/2 minus p = 1 (both centred)")
 checks.sanity("krr_routes_agree", krr_match, at_most=1e-8,
               what="RFMRegressor(iters=0) and the manual KRR solve, largest difference on the grid")
