@@ -525,11 +525,12 @@ glue("med_off_1", o1, "{:.1e}")
 glue("med_diag_T", dT, "{:.1e}")
 glue("med_off_T", oT, "{:.1e}")
 glue("cross_T", cT, "{:.1e}")
+glue("block_min_1", float(torch.minimum(Ms[1][0, 0], Ms[1][1, 1])), "{:.2f}")
 glue("diag_drop_decades", np.log10(d1 / dT), "{:.1f}");
 
 # %% [markdown]
-# In $M_1$ the other $d - 2$ diagonal entries have a median of {glue:text}`med_diag_1` (the block's entries are
-# near 1), and the off-diagonal noise a median of {glue:text}`med_off_1`. By the last iteration that median diagonal
+# In $M_1$ the other $d - 2$ diagonal entries have a median of {glue:text}`med_diag_1` (the block's two diagonal
+# entries are at least {glue:text}`block_min_1`), and the off-diagonal noise a median of {glue:text}`med_off_1`. By the last iteration that median diagonal
 # entry is {glue:text}`med_diag_T`, {glue:text}`diag_drop_decades` decades lower, next to off-diagonal noise of
 # {glue:text}`med_off_T`. The brightest entries left outside the block are in its rows and columns, the cross terms
 # $M_{1j}, M_{2j}$ (up to {glue:text}`cross_T`): the relevant directions are slightly tilted out of
