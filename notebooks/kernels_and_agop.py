@@ -746,7 +746,10 @@ checks.finish();
 #   $\mathrm{diag}(1, 1, 0, \dots)$. The tutorial's own notebook reports a test $R^2$ of 0.923 on its 10,000 test
 #   points (`RFM_Tutorial.ipynb`, its printed output; numpy code without max normalisation, seed 1717); our full
 #   profile, at the tutorial's sizes, gives {glue:text}`full_r2_rfm` against {glue:text}`full_r2_plain` for the plain
-#   kernel (the committed run, `results/kernels_and_agop/full.json`). On the chain monomial RFM recovers the
+#   kernel (the committed run, `results/kernels_and_agop/full.json`). The two codes are not the same algorithm: the
+#   tutorial's $M$ is the unnormalised AGOP, ours is divided by its largest entry, and since the scale of $M$
+#   multiplies every distance this changes the kernel's effective bandwidth (we did not chase the difference in
+#   $R^2$ further; its seed differs too). On the chain monomial RFM recovers the
 #   three relevant coordinates and the shape $I + \mathbf 1 \mathbf 1^\top$ of the EGOP block. The AGOP of the
 #   *plain* kernel machine already points at the relevant coordinates, once centred.
 # * **Conventions.** The numbers depend on them: the uncentred AGOP is slower (its top direction is the predictor's
