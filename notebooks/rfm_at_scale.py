@@ -550,6 +550,25 @@ checks.record(
 checks.report()
 checks.finish();
 
+# %%
+# the committed paper-scale run (results/rfm_at_scale/full.json), for the text below
+full = rfm.book.load_results("rfm_at_scale", "full")
+if full:
+    fm_, fc_ = full["measured"], full["checks"]
+    rfm.book.glue("full_where", f"{full['device']}, {full['date'][:10]}, commit {full['commit']}, "
+                                f"{full['seconds'] / 60:.0f} min")
+    rfm.book.glue("full_failed", ", ".join(f"{k} = {c['value']:.4g} (rule {c['rule']})" for k, c in fc_.items()
+                                           if not c["passed"]) or "none")
+    rfm.book.glue("full_rel_cg_pct", 100 * fc_["rel_cg_max"]["value"], "{:.1f}")
+    rfm.book.glue("full_abs_cg", max(abs(a - b) for a, b in zip(fm_["mse_cg"], fm_["mse_cholesky"])), "{:.1e}")
+    rfm.book.glue("full_mse_final", fm_["mse_cholesky"][-1], "{:.2e}")
+    rfm.book.glue("full_mse_t0", fm_["mse_cholesky"][0], "{:.3f}")
+    rfm.book.glue("full_loose_pct", 100 * fc_["loose_excess"]["value"], "{:,.0f}")
+else:
+    for key in ("full_where", "full_failed", "full_rel_cg_pct", "full_abs_cg", "full_mse_final", "full_mse_t0",
+                "full_loose_pct"):
+        rfm.book.glue(key, "(no committed full run)")
+
 # %% [markdown]
 # ## What we reproduced, and what not
 #
@@ -565,11 +584,17 @@ checks.finish();
 # * **From the committed benchmark, not re-measured.** Fit times against $n$ on the machine and at the commit
 #   shown with each table. On a 2-core CPU the iterative path pays off only from a few thousand points on; at the
 #   sizes of this smoke run the exact solve is as fast.
-# * **Not run.** No GPU was available when this chapter was written, so the *full* profile ($n = 20{,}000$) of this
-#   chapter has not been executed and its Checks are not calibrated there; as for the benchmark,
-#   {glue:text}`gpu_status`. Nor have we run the regime the method is built for, $n = 100{,}000$
-#   and beyond with the kernel computed block by block on the fly (`CGSolver(store=False)`), where no Cholesky
-#   reference fits in memory; the claim that CG keeps the test error there rests on the smaller sizes above.
+# * **Run at paper scale, with one finding.** The full profile ($n = 20{,}000$, preconditioner rank $n/10$) ran once
+#   ({glue:text}`full_where`). Checks that failed there: {glue:text}`full_failed`. The largest relative test-MSE
+#   difference of CG at $10^{-3}$ from Cholesky over the iterations is {glue:text}`full_rel_cg_pct` %, above the
+#   1 % rule that holds at every smoke seed; in absolute terms it is {glue:text}`full_abs_cg` on a final test MSE of
+#   {glue:text}`full_mse_final` (iteration 0: {glue:text}`full_mse_t0`). At this size RFM drives the test error so
+#   low that a fixed relative residual of $10^{-3}$ becomes a visible share of it, so the package's default tolerance
+#   does not guarantee 1 % of the exact test error at every size; the control still loses by far (the loose
+#   tolerance ends {glue:text}`full_loose_pct` % above the exact path). Its fit times are not timings: the
+#   machine was shared with other jobs. As for the benchmark, {glue:text}`gpu_status`. Nor have we run the regime
+#   the method is built for, $n = 100{,}000$ and beyond with the kernel computed block by block on the fly
+#   (`CGSolver(store=False)`), where no Cholesky reference fits in memory.
 # * **Not compared.** EigenPro {cite:p}`ma2019eigenpro2,abedsoltan2023eigenpro3`, the Belkin group's own solver
 #   for large kernel machines, is planned for a later chapter of this part. Warm-starting CG from the previous RFM
 #   iteration's coefficients is not used: $M$ changes too much between iterations for it to help much.
