@@ -422,12 +422,12 @@ def circulant_spectrum(A) -> torch.Tensor:
 
 
 def agop_alignment(M, M_ref, p: int | None = None, *, part: str = "whole") -> float:
-    """Cosine between two feature matrices, ``<M, M_ref>_F / (|M|_F |M_ref|_F)``: the AGOP alignment of the paper.
+    """Cosine between two feature matrices, ``<M, M_ref>_F / (||M||_F ||M_ref||_F)``: the AGOP alignment of the paper.
 
     ``part="whole"`` (the default) compares the whole 2p x 2p matrices. ``part="off_diagonal"`` compares only the
     blocks M[:p, p:] that couple the two digits (an addition of this book, not the paper's measure): the diagonal
     blocks of any M are dominated by a near-identity part, which keeps the whole-matrix cosine away from 0 (M_0 = I
-    alone gives 1/sqrt(2p) |M_ref|_tr / |M_ref|_F), while the off-diagonal block is where the solution shows; it is
+    alone gives ``tr(M_ref) / (sqrt(2p) ||M_ref||_F)``), while the off-diagonal block is where the solution shows; it is
     undefined (ValueError) for M_0 = I, whose off-diagonal block is zero. Used with M_ref = the final M."""
     if part not in PARTS:
         raise ValueError(f"part must be one of {list(PARTS)}, got {part!r}")
