@@ -162,7 +162,7 @@ for label, solver in SOLVERS.items():
     for message in f["warnings"]:
         print("    warning:", message[:160])
 rfm.book.glue("fit_s_chol", f"{fits['Cholesky']['seconds']:.2f}")
-rfm.book.glue("fit_s_cg", f"{fits['CG, tol 1e-3']['seconds']:.2f}")
+rfm.book.glue("fit_s_cg", f"{fits['CG, tol 1e-3']['seconds']:.2f}");
 
 # %% [markdown]
 # The printout lists each fit's time (without the test scoring), its final test error and the solve method each
@@ -210,6 +210,7 @@ fig.tight_layout()
 rfm.book.savefig(fig, "rfm_at_scale_cg_iterations", output_dir=output_dir)
 plt.show()
 
+# %%
 ratio_last = its_plain[-1] / its_pre[-1]
 growth_plain = its_plain[-1] / its_plain[0]
 growth_pre = its_pre[-1] / its_pre[0]
@@ -228,7 +229,7 @@ rfm.book.glue("res_plain_last", f"{res_plain[-1]:.2f}")
 rfm.book.glue("n_plain_failed", f"{sum(v > P.tol for v in res_plain)}")
 rfm.book.glue("plain_t0", (f"reaches the tolerance in {its_plain[0]} iterations" if res_plain[0] <= P.tol else
                            f"stops after {its_plain[0]} iteration(s) at a residual of {res_plain[0]:.2g}, short of "
-                           "the tolerance (for some seeds plain float32 CG breaks down even here)"))
+                           "the tolerance (for some seeds plain float32 CG breaks down even here)"));
 
 # %% [markdown]
 # {numref}`fig-rfm-at-scale-cg-iterations` shows both effects. At $t = 0$, where $M = I$, plain CG (red) {glue:text}`plain_t0`. Once $M$ is
@@ -271,6 +272,7 @@ fig.tight_layout()
 rfm.book.savefig(fig, "rfm_at_scale_test_mse", output_dir=output_dir)
 plt.show()
 
+# %%
 table = pd.DataFrame({
     "t": steps,
     "Cholesky": ref,
@@ -292,7 +294,7 @@ loose_excess = float(rel_loose[-1])
 rfm.book.glue("rel_cg_max_pct", f"{100 * rel_cg_max:.3f}")
 rfm.book.glue("loose_excess_pct", f"{100 * loose_excess:.0f}")
 rfm.book.glue("mse_final_chol", f"{ref[-1]:.4f}")
-rfm.book.glue("mse_final_loose", f"{mse['CG, tol 1e-1'][-1]:.4f}")
+rfm.book.glue("mse_final_loose", f"{mse['CG, tol 1e-1'][-1]:.4f}");
 
 # %% [markdown]
 # In {numref}`fig-rfm-at-scale-test-mse` the curves of the exact solve (black) and of CG at $10^{-3}$ (blue, dashed) lie on top of each other: the largest

@@ -36,14 +36,16 @@ def main(argv=None) -> int:
     local = config.get("sphinx", {}).get("local_extensions") or {}
     config["sphinx"]["local_extensions"] = {name: str(ROOT / path) for name, path in local.items()}
     (out / "_config.yml").write_text(yaml.safe_dump(config, sort_keys=False))
-    (out / "_toc.yml").write_text(yaml.safe_dump({"format": "jb-book", "root": f"notebooks/{slug}"}))
+    # the bibliography page comes along: without it every citation is reported as an unknown bibtex key
+    (out / "_toc.yml").write_text(yaml.safe_dump({"format": "jb-book", "root": f"notebooks/{slug}",
+                                                  "chapters": [{"file": "book/references"}]}))
     jb = Path(sys.executable).parent / "jupyter-book"
     cmd = [str(jb) if jb.exists() else "jupyter-book", "build", "-W", "-n", "--keep-going",
            "--config", str(out / "_config.yml"), "--toc", str(out / "_toc.yml"), "--path-output", str(out),
            str(ROOT)]
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
     log = re.sub(r"\x1b\[[0-9;]*m", "", proc.stdout + proc.stderr)
-    problems = [line for line in log.splitlines() if "WARNING" in line or "ERROR" in line]
+    problems = [line for line in log.splitlines() if ("WARNING" in line or "ERROR" in line) and "IPKernelApp" not in line]
     elsewhere = [p for p in problems if "unknown document" in p or "toctree" in p]
     own = [p for p in problems if p not in elsewhere]
     for p in elsewhere:
