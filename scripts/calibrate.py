@@ -27,6 +27,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def chapter_source(arg: str) -> Path:
+    """The chapter a command names: a slug (notebooks/<slug>.py) or the path of a chapter's .py; SystemExit if none."""
+    given = Path(arg)
+    src = given.resolve() if given.suffix == ".py" and given.exists() else ROOT / "notebooks" / f"{given.stem}.py"
+    if not src.exists():
+        raise SystemExit(f"no chapter {src}")
+    return src
+
+
 def run_seed(src: Path, seed, profile, extra, out: Path, timeout, threads=1):
     slug = src.stem
     cmd = [sys.executable, str(ROOT / "scripts" / "rerun.py"), str(src),
@@ -62,11 +71,8 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path, default=None, help="the calibration file (default results/calibration/"
                                                             "<slug>.json)")
     args = ap.parse_args(argv)
-    given = Path(args.chapter)
-    slug = given.stem
-    src = given.resolve() if given.suffix == ".py" and given.exists() else ROOT / "notebooks" / f"{slug}.py"
-    if not src.exists():
-        ap.error(f"no chapter {src}")
+    src = chapter_source(args.chapter)
+    slug = src.stem
     if args.seeds < 1 or args.jobs < 1:
         ap.error("--seeds and --jobs must be positive")
     sys.path.insert(0, str(ROOT))

@@ -21,6 +21,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from calibrate import chapter_source  # noqa: E402 (one rule for naming a chapter)
 
 
 def main(argv=None) -> int:
@@ -29,11 +31,8 @@ def main(argv=None) -> int:
     ap.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"))
     ap.add_argument("--results", type=Path, default=ROOT / "results", help="where results/<slug>/ is written")
     args = ap.parse_args(argv)
-    given = Path(args.chapter)
-    slug = given.stem
-    src = given.resolve() if given.suffix == ".py" and given.exists() else ROOT / "notebooks" / f"{slug}.py"
-    if not src.exists():
-        ap.error(f"no chapter {src}")
+    src = chapter_source(args.chapter)
+    slug = src.stem
     out = ROOT / "out" / f"{slug}-full"
     if out.exists():
         shutil.rmtree(out)
