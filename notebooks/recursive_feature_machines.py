@@ -491,8 +491,26 @@ rfm.book.glue("diag_corr_ten", diag_corr["10-class"], "{:.3f}")
 # reruns at seeds 11 and 23 every check held. The polynomial margins depend on $n$ and $d$: the fixed kernels and
 # the network learn $x_1 x_2$ from fewer samples in fewer dimensions, and with more samples. At $d = 50$ the gains
 # over Laplace, the NTK and the network at $n = 1000$ fell below their thresholds, and with $n = 3000$ the gain
-# over the NTK did, while RFM still came first in each. The full profile (up to $n$ = 10,000) is expected to
-# show the same: a smaller margin over the fixed kernels at its largest $n$.
+# over the NTK did, while RFM still came first in each. The committed full profile (up to $n$ = 10,000;
+# {glue:text}`full_where`) shows the same at its largest $n$: test $R^2$ {glue:text}`full_r2_rfm` for RFM against
+# {glue:text}`full_r2_laplace` for plain Laplace, {glue:text}`full_r2_ntk` for the NTK and {glue:text}`full_r2_mlp`
+# for the network, so RFM still comes first, but its margins over the fixed kernels fall below the smoke
+# thresholds. Checks that failed there (findings, thresholds unchanged): {glue:text}`full_failed`.
+
+# %%
+# the committed paper-scale run, for the text
+full = rfm.book.load_results("recursive_feature_machines", "full")
+if full:
+    fm_ = full["measured"]
+    rfm.book.glue("full_where", f"{full['device']}, {full['date'][:10]}, {full['seconds'] / 60:.0f} min")
+    for key in ("r2_rfm_largest", "r2_laplace_largest", "r2_ntk_largest", "r2_mlp_largest", "r2_rfm_mid",
+                "r2_mlp_mid"):
+        rfm.book.glue("full_" + key.replace("_largest", ""), fm_[key], "{:.3f}")
+    rfm.book.glue("full_failed", "; ".join(f"{k} = {c['value']:.3f} (rule {c['rule']})"
+                                           for k, c in full["checks"].items() if not c["passed"]) or "none")
+else:
+    for key in ("where", "r2_rfm", "r2_laplace", "r2_ntk", "r2_mlp", "r2_rfm_mid", "r2_mlp_mid", "failed"):
+        rfm.book.glue("full_" + key, "(no committed full run)")
 
 # %%
 calib = rfm.book.load_calibration("recursive_feature_machines")
@@ -560,7 +578,10 @@ checks.finish();
 #   network (one hidden layer, here 1024 units, full-batch gradient descent for 1000 epochs, first-layer std
 #   $10^{-3}$) came out *ahead* of RFM, and RFM without ridge trailed RFM with the smoke ridge. So the sample
 #   advantage checked here is over our smoke network; whether it holds against the appendix's network is what the
-#   full profile's check `r2_gain_rfm_over_mlp_mid` measures (its run is not committed yet).
+#   full profile's check `r2_gain_rfm_over_mlp_mid` measures. In the committed full run, at $n = 1000$, the
+#   appendix's network reaches $R^2$ {glue:text}`full_r2_mlp_mid` against RFM's {glue:text}`full_r2_rfm_mid`:
+#   there the network needs *fewer* samples, the opposite of the claim as checked at smoke scale (a finding of
+#   this replication, from one seed).
 # * **Not reproduced here.** On MNIST-5k the fixed kernels (Laplace, the two-hidden-layer NTK) are already about as
 #   good as the network, so the claim that RFM *closes the gap* on CelebA and SVHN is not tested. RFM's last iterate
 #   against plain Laplace changes test accuracy by {glue:text}`bin_gain_last` points (3 vs 5) and
