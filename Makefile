@@ -25,17 +25,18 @@ $(VENV)/.installed: pyproject.toml requirements/constraints.txt
 book: setup
 	$(PY) scripts/build_book.py
 
-# All tests: unit tests, notebook pairs in sync, every chapter in the smoke profile (sharing the book's cache).
+# All tests: unit tests, notebook pairs in sync, and nbmake on every chapter's .ipynb twin in the smoke profile
+# (through the book's execution cache: conftest.py).
 test: setup
 	$(PY) -m pytest -q
 
 # Unit tests only (no chapter executions).
 unit: setup
-	$(PY) -m pytest -q --ignore=tests/test_chapters.py --ignore=tests/test_rerun.py
+	$(PY) -m pytest -q tests --ignore=tests/test_rerun.py
 
-# Only the chapters (reusing the book's executions when they are cached).
+# Only the chapters: nbmake on notebooks/*.ipynb (reusing the book's executions when they are cached).
 chapters: setup
-	$(PY) -m pytest -q tests/test_chapters.py
+	$(PY) -m pytest -q notebooks
 
 # Regenerate every chapter's .ipynb twin from its .py source (keeps cell ids; no outputs).
 sync: setup

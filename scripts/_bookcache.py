@@ -11,9 +11,12 @@ the chapters show)
 inside the cache folder and clear the cache (and Sphinx's environment, which otherwise keeps the old pages) whenever
 the hash differs: :func:`ensure_fresh_cache`, called by both entry points before they look at the cache.
 
-The notebook is read exactly as myst-nb reads it (``jupytext.reads(text, fmt="py:percent")``, see
-``nb_custom_formats`` in _config.yml) and executed with the same settings as the book (cwd = the chapter's folder,
-``timeout`` 900 s, errors not allowed), so both entry points produce and find the same record.
+One executor runs every chapter: nbmake's (``nbmake.nb_run.NotebookRun``), on the chapter's committed ``.ipynb``
+twin, with the book's settings (cwd = the chapter's folder, ``timeout`` 900 s per cell, errors not allowed). The
+outputs are then laid onto the notebook exactly as myst-nb reads the ``.py`` source (``jupytext.reads(text,
+fmt="py:percent")``, see ``nb_custom_formats`` in _config.yml), whose code cells must equal the twin's, and that
+notebook is stored; so the book build and the tests (``pytest --nbmake notebooks``, through the plugin in the root
+``conftest.py``) produce and find the same record.
 """
 from __future__ import annotations
 
@@ -116,22 +119,49 @@ class Execution:
     error: str | None  # the formatted traceback of the failing cell, or None
 
 
+def twin(path: Path) -> Path:
+    """The committed outputs-free ``.ipynb`` twin of a chapter's ``.py`` source (and the other way round)."""
+    path = Path(path)
+    return path.with_suffix(".ipynb" if path.suffix == ".py" else ".py")
+
+
+def _outputs_onto(source_nb, executed_nb, what: str):
+    """Copy the outputs and execution counts of ``executed_nb`` (the twin) onto ``source_nb`` (the .py as read)."""
+    src = [c for c in source_nb.cells if c.cell_type == "code"]
+    done = [c for c in executed_nb.cells if c.cell_type == "code"]
+    if len(src) != len(done) or any(a.source.strip() != b.source.strip() for a, b in zip(src, done)):
+        raise ValueError(f"{what}: the .ipynb twin's code cells differ from the .py source's; run `make sync`")
+    for a, b in zip(src, done):
+        a.outputs = b.get("outputs", [])
+        a.execution_count = b.get("execution_count")  # cell metadata stays the source's: the cache hashes it
+    return source_nb
+
+
 def execute(path: Path, timeout: int = TIMEOUT) -> Execution:
-    """Execute a chapter as the book does (the chapter's folder as cwd, no errors allowed); nothing is cached."""
-    from jupyter_cache.executors.utils import single_nb_execution
+    """Execute a chapter as the book does, with nbmake's executor on its .ipynb twin (the chapter's folder as cwd, no
+    errors allowed), its outputs laid onto the .py source as the book reads it; nothing is cached."""
+    import time
+
+    from nbmake.nb_run import NotebookRun
 
     path = Path(path).resolve()
+    if path.suffix != ".py":
+        path = twin(path)
     nb = read_chapter(path)
+    if not twin(path).exists():
+        raise FileNotFoundError(f"{twin(path)}: the chapter's .ipynb twin is missing; run `make sync`")
     env_backup = os.environ.pop("RFM_BOOK_OUTPUT", None)  # the book's run writes no files
+    t0 = time.perf_counter()
     try:
-        result = single_nb_execution(nb, cwd=str(path.parent), timeout=timeout, allow_errors=False,
-                                     meta_override=True)
+        result = NotebookRun(twin(path), timeout).execute()
     finally:
         if env_backup is not None:
             os.environ["RFM_BOOK_OUTPUT"] = env_backup
-    # str(err) of nbclient's CellExecutionError is the failing cell's source and its traceback
-    error = None if result.err is None else f"{type(result.err).__name__}: {_strip_ansi(str(result.err))}"
-    return Execution(path, result.nb, result.time, error)
+    seconds = time.perf_counter() - t0
+    nb = _outputs_onto(nb, result.nb, str(path.relative_to(ROOT) if path.is_relative_to(ROOT) else path))
+    # nbmake's error: the failing cell's source and its traceback
+    error = None if result.error is None else _strip_ansi(f"{result.error.summary}\n{result.error.trace}")
+    return Execution(path, nb, seconds, error)
 
 
 def store(execution: Execution):
