@@ -6,12 +6,13 @@ The package behind the executable replication book. Its folders are its architec
   :class:`KernelMachine` (predictions, input gradients, closed-form AGOP), the AGOP of any torch function, the
   AGOP -> M map, kernel ridge regression solvers, and the block/memory and coincident-point policies
 * :mod:`rfm.estimators` -- :class:`RFMRegressor` and :class:`RFMClassifier` (scikit-learn estimators)
+* :mod:`rfm.tabular` -- the tabular benchmark protocol (folds, validation grids, baselines, UCI-style summaries)
 * :mod:`rfm.metrics` -- matrix correlations, subspace overlaps, prediction metrics
 * :mod:`rfm.nets` -- networks and their training dynamics: :class:`rfm.nets.MLP` and its training loop, neural
   feature matrices and the NFA (``rfm.nets``), the pre-activation tangent kernel and feature correlations
   (``rfm.nets.alignment``), Speed Limited Optimization (``rfm.nets.optim``)
 * :mod:`rfm.data` -- tasks and data sets: synthetic targets and offline loaders (``rfm.data``), modular arithmetic
-  (``rfm.data.modular``), planted-signal image tasks (``rfm.data.images``)
+  (``rfm.data.modular``), planted-signal image tasks (``rfm.data.images``), offline tables (``rfm.data.tabular``)
 * :mod:`rfm.book` -- book support (profiles, Checks, measured values) and figures (``rfm.book.plots``); not
   imported by ``import rfm``
 * :mod:`rfm.utils` -- device, seeding, PSD powers
