@@ -955,22 +955,13 @@ checks.finish();
 
 # %%
 # the committed paper-scale run (results/feature_learning_as_alignment/full.json), for the text below
-full = rfm.book.load_results("feature_learning_as_alignment", "full")
-if full:
-    fm_, fc_ = full["measured"], full["checks"]
-    rfm.book.glue("full_where", f"{full['device']}, {full['date'][:10]}, commit {full['commit']}, "
-                                f"{full['seconds'] / 60:.0f} min, {full['params']['seeds']} seeds")
-    rfm.book.glue("full_failed", ", ".join(f"{k} = {c['value']:.4g} (rule {c['rule']})" for k, c in fc_.items()
-                                           if not c["passed"]) or "none")
-    rfm.book.glue("full_slo_uc_min", fc_["slo_uc_every_scale"]["value"], "{:.2f}")
-    rfm.book.glue("full_nfm_gain", fc_["slo_nfm_egop_gain"]["value"], "{:.2f}")
-    rfm.book.glue("full_mnist_sgd_uc0", fm_["mnist_sgd_uc0"], "{:.2f}")
-    rfm.book.glue("full_mnist_slo_uc0", fm_["mnist_slo_uc0"], "{:.2f}")
-    rfm.book.glue("full_mnist_accs", f"{fm_['mnist_acc']:.3f} and {fm_['mnist_slo_acc']:.3f}")
-else:
-    for key in ("full_where", "full_failed", "full_slo_uc_min", "full_nfm_gain", "full_mnist_sgd_uc0",
-                "full_mnist_slo_uc0", "full_mnist_accs"):
-        rfm.book.glue(key, "(no committed full run)")
+rfm.book.glue_full_run("feature_learning_as_alignment", {
+    "full_seeds": lambda f: f"{f['params']['seeds']}",
+    "full_slo_uc_min": lambda f: f"{f['checks']['slo_uc_every_scale']['value']:.2f}",
+    "full_nfm_gain": lambda f: f"{f['checks']['slo_nfm_egop_gain']['value']:.2f}",
+    "full_mnist_sgd_uc0": lambda f: f"{f['measured']['mnist_sgd_uc0']:.2f}",
+    "full_mnist_slo_uc0": lambda f: f"{f['measured']['mnist_slo_uc0']:.2f}",
+    "full_mnist_accs": lambda f: f"{f['measured']['mnist_acc']:.3f} and {f['measured']['mnist_slo_acc']:.3f}"});
 
 # %% [markdown]
 # ## What we reproduced
@@ -1006,7 +997,7 @@ else:
 #   VGG and GPT experiments need data and compute we do not have offline; the full profile runs SLO on MNIST in
 #   place of the SVHN run of Figure 17.
 # * **Run at paper scale.** The full profile (all scales and decays, the seeds averaged, SLO on MNIST) ran once
-#   ({glue:text}`full_where`); checks that failed there: {glue:text}`full_failed`. SLO's first-layer UC-NFC was at
+#   ({glue:text}`full_where`, {glue:text}`full_seeds` seeds); checks that failed there: {glue:text}`full_failed`. SLO's first-layer UC-NFC was at
 #   least {glue:text}`full_slo_uc_min` at every initialisation scale, SLO raised the NFM's cosine with the EGOP by
 #   {glue:text}`full_nfm_gain` at scale 1, and on MNIST SLO ended with a first-layer UC-NFC of
 #   {glue:text}`full_mnist_slo_uc0` against {glue:text}`full_mnist_sgd_uc0` for SGD (test accuracies

@@ -556,22 +556,13 @@ checks.finish();
 
 # %%
 # the committed paper-scale run (results/rfm_at_scale/full.json), for the text below
-full = rfm.book.load_results("rfm_at_scale", "full")
-if full:
-    fm_, fc_ = full["measured"], full["checks"]
-    rfm.book.glue("full_where", f"{full['device']}, {full['date'][:10]}, commit {full['commit']}, "
-                                f"{full['seconds'] / 60:.0f} min")
-    rfm.book.glue("full_failed", ", ".join(f"{k} = {c['value']:.4g} (rule {c['rule']})" for k, c in fc_.items()
-                                           if not c["passed"]) or "none")
-    rfm.book.glue("full_rel_cg_pct", 100 * fc_["rel_cg_max"]["value"], "{:.1f}")
-    rfm.book.glue("full_abs_cg", max(abs(a - b) for a, b in zip(fm_["mse_cg"], fm_["mse_cholesky"])), "{:.1e}")
-    rfm.book.glue("full_mse_final", fm_["mse_cholesky"][-1], "{:.2e}")
-    rfm.book.glue("full_mse_t0", fm_["mse_cholesky"][0], "{:.3f}")
-    rfm.book.glue("full_loose_pct", 100 * fc_["loose_excess"]["value"], "{:,.0f}")
-else:
-    for key in ("full_where", "full_failed", "full_rel_cg_pct", "full_abs_cg", "full_mse_final", "full_mse_t0",
-                "full_loose_pct"):
-        rfm.book.glue(key, "(no committed full run)")
+rfm.book.glue_full_run("rfm_at_scale", {
+    "full_rel_cg_pct": lambda f: f"{100 * f['checks']['rel_cg_max']['value']:.1f}",
+    "full_abs_cg": lambda f: f"{max(abs(a - b) for a, b in zip(f['measured']['mse_cg'],
+                                                              f['measured']['mse_cholesky'])):.1e}",
+    "full_mse_final": lambda f: f"{f['measured']['mse_cholesky'][-1]:.2e}",
+    "full_mse_t0": lambda f: f"{f['measured']['mse_cholesky'][0]:.3f}",
+    "full_loose_pct": lambda f: f"{100 * f['checks']['loose_excess']['value']:,.0f}"});
 
 # %% [markdown]
 # ## What we reproduced, and what not

@@ -173,6 +173,21 @@ def test_glue_formats_and_returns_the_value():
     assert rfm.book.glue("demo_value", 0.123456, "{:.3f}") == "0.123"
 
 
+def test_glue_full_run_glues_the_committed_run_or_says_there_is_none(results, monkeypatch):
+    glued = {}
+    monkeypatch.setattr(rfm.book, "glue", lambda name, value, fmt=None: glued.__setitem__(name, value))
+    assert rfm.book.glue_full_run("demo", {"full_gain": lambda f: f"{f['measured']['gain']:.2f}"}) is None
+    assert glued == dict.fromkeys(["full_where", "full_failed", "full_gain"], rfm.book.NO_FULL_RUN)
+    (results / "demo").mkdir()
+    full = dict(device="NVIDIA H100", date="2026-11-23T00:00:00", commit="abc", seconds=600, measured={"gain": 0.5},
+                checks=dict(gain=dict(kind="claim", value=0.1, rule=">= 0.2", passed=False, what=""),
+                            ok=dict(kind="claim", value=1.0, rule=">= 0.5", passed=True, what="")))
+    (results / "demo" / "full.json").write_text(json.dumps(full))
+    assert rfm.book.glue_full_run("demo", {"full_gain": lambda f: f"{f['measured']['gain']:.2f}"}) == full
+    assert glued == {"full_where": "NVIDIA H100, 2026-11-23, commit abc, 10 min", "full_failed": "gain = 0.1 (rule >= 0.2)",
+                     "full_gain": "0.50"}
+
+
 def test_calibrate_script_runs_each_seed_and_writes_the_table(tmp_path):
     out = tmp_path / "calib.json"
     cmd = [sys.executable, str(ROOT / "scripts" / "calibrate.py"), str(FIXTURE), "--seeds", "2", "--jobs", "2",

@@ -239,6 +239,32 @@ def glue(name: str, value, fmt: str | None = None):
     return shown
 
 
+NO_FULL_RUN = "(no committed full run)"
+
+
+def glue_full_run(chapter: str, values: dict | None = None) -> dict | None:
+    """Glue a chapter's committed full-profile run (``results/<chapter>/full.json``) for its text, and return it.
+
+    Always glues ``full_where`` (device, date, commit, wall time) and ``full_failed`` (the checks that failed there,
+    with value and rule, or "none"), and ``name`` for each ``name: function(record) -> text`` of ``values``. Without
+    a committed run every name is glued as "(no committed full run)" and None is returned."""
+    full = load_results(chapter, "full")
+    names = ["full_where", "full_failed", *(values or {})]
+    if not full:
+        for name in names:
+            glue(name, NO_FULL_RUN)
+        return None
+    minutes = f", {full['seconds'] / 60:.0f} min" if full.get("seconds") is not None else ""
+    glue("full_where", f"{full.get('device', '?')}, {str(full.get('date', '?'))[:10]}, commit "
+                       f"{full.get('commit', '?')}{minutes}")
+    failed = [f"{k} = {c['value']:.4g} (rule {c['rule']})" for k, c in full.get("checks", {}).items()
+              if not c.get("passed", False)]
+    glue("full_failed", ", ".join(failed) or "none")
+    for name, value in (values or {}).items():
+        glue(name, value(full))
+    return full
+
+
 def _figures_inline():
     """In a notebook kernel, a non-interactive MPLBACKEND (Agg, as headless servers set it) would silently drop
     every figure from the executed notebook: switch to the inline backend there."""
