@@ -828,6 +828,39 @@ checks.record(
 checks.report()
 checks.finish();
 
+# %%
+# the committed paper-scale run (results/grokking_modular_arithmetic/full.json), for the text below
+
+
+def _span(values, fmt="{:.2f}"):
+    lo, hi = fmt.format(min(values)), fmt.format(max(values))
+    return lo if lo == hi else f"{lo} to {hi}"
+
+
+def _fraction_range(f, fraction):
+    return _span([v for k, v in f["measured"]["fraction_final_acc"].items() if k.endswith(f" {fraction}")])
+
+
+def _net_range(f, key, fmt="{:.2f}"):
+    return _span([r[key] for r in f["measured"]["network"].values()], fmt)
+
+
+rfm.book.glue_full_run("grokking_modular_arithmetic", {
+    "full_n_runs": lambda f: f"{len(f['measured']['sweep'])}",
+    "full_final_acc_min": lambda f: f"{min(r['final_acc'] for r in f['measured']['sweep'].values()):.3f}",
+    "full_first_half": lambda f: _span([r["first_half"] for r in f["measured"]["sweep"].values()], "{}"),
+    "full_frac_03": lambda f: _fraction_range(f, 0.3),
+    "full_frac_04": lambda f: _fraction_range(f, 0.4),
+    "full_frac_05": lambda f: _fraction_range(f, 0.5),
+    "full_net_fit": lambda f: _net_range(f, "fit_epoch", "{}"),
+    "full_net_gen": lambda f: _net_range(f, "gen_epoch", "{}"),
+    "full_net_dev": lambda f: _span([r["nfm_dev_final"] / r["nfm_dev_init"] for r in f["measured"]["network"].values()]),
+    "full_nfa_final": lambda f: _net_range(f, "nfa_final", "{:.3f}"),
+    "full_nfa_off": lambda f: _net_range(f, "nfa_off_final"),
+    "full_nfa_off_init": lambda f: _net_range(f, "nfa_off_init"),
+    "full_nfa_gap": lambda f: f"{f['checks']['net_nfa_gain_over_matched']['value']:+.4f}",
+    "full_nfa_off_gap": lambda f: f"{f['checks']['net_nfa_off_gain_over_matched']['value']:+.3f}"});
+
 # %% [markdown]
 # ## What we reproduced
 #
@@ -853,5 +886,21 @@ checks.finish();
 #
 # *Not verified here.* The exact iteration and epoch counts of the paper's figures, the paper's own text for the
 # network's width and the behaviour of its test loss (read for us by the book's review; the paper's body could not be
-# opened offline), its other kernels (Laplace, quadratic, NTK) and its AGOP-regularised network. The full-profile
-# results, when committed, are in the last columns of the Checks table.
+# opened offline), its other kernels (Laplace, quadratic, NTK) and its AGOP-regularised network.
+#
+# *Run at paper scale, with findings.* The full profile ran once ({glue:text}`full_where`: the authors' 50
+# iterations for $+, -, \times, \div$ and three seeds, the training-fraction sweep, and the network at width 1,024
+# for 1,000 epochs on all four operations). Checks that failed there: {glue:text}`full_failed`. Everything about RFM
+# holds: all {glue:text}`full_n_runs` runs grok (final test accuracy at least {glue:text}`full_final_acc_min`, first
+# iteration above 50 %: {glue:text}`full_first_half`), with the transition in the training fraction the paper
+# describes: final test accuracy {glue:text}`full_frac_03` at a training fraction of 0.3, {glue:text}`full_frac_04`
+# at 0.4 and {glue:text}`full_frac_05` at 0.5. The network groks every operation (100 % training accuracy at epoch
+# {glue:text}`full_net_fit`, 99 % test accuracy only at epochs {glue:text}`full_net_gen`). What fails is the
+# network's feature claims at this width: its NFM block ends with {glue:text}`full_net_dev` of its initial circulant
+# deviation (the rule, calibrated at width 256 for 200 epochs, asks for at most 0.25), and its NFM-AGOP$^{1/2}$
+# correlation, {glue:text}`full_nfa_final` over all entries, does not beat five spectrum-matched networks (gap
+# {glue:text}`full_nfa_gap`); over the off-diagonal entries it ends at {glue:text}`full_nfa_off` from
+# {glue:text}`full_nfa_off_init` at initialisation, below the matched networks (gap {glue:text}`full_nfa_off_gap`).
+# At width 1,024 the first layer moves less from its random start, so its NFM stays closer to the initial one, whose
+# spectrum the controls share. We report this as a finding and keep the thresholds, which were calibrated on the
+# smoke profile's network (the authors' code's default width 256, 200 epochs).
