@@ -892,8 +892,8 @@ rfm.book.glue_full_run("grokking_modular_arithmetic", {
 # iterations for $+, -, \times, \div$ and three seeds, the training-fraction sweep, and the network at width 1,024
 # for 1,000 epochs on all four operations). Checks that failed there: {glue:text}`full_failed`. Everything about RFM
 # holds: all {glue:text}`full_n_runs` runs grok (final test accuracy at least {glue:text}`full_final_acc_min`, first
-# iteration above 50 %: {glue:text}`full_first_half`), with the transition in the training fraction the paper
-# describes: final test accuracy {glue:text}`full_frac_03` at a training fraction of 0.3, {glue:text}`full_frac_04`
+# iteration above 50 %: {glue:text}`full_first_half`), and the training-fraction sweep (the paper's Figure 4) shows a
+# sharp transition: final test accuracy {glue:text}`full_frac_03` at a training fraction of 0.3, {glue:text}`full_frac_04`
 # at 0.4 and {glue:text}`full_frac_05` at 0.5. The network groks every operation (100 % training accuracy at epoch
 # {glue:text}`full_net_fit`, 99 % test accuracy only at epochs {glue:text}`full_net_gen`). What fails is the
 # network's feature claims at this width: its NFM block ends with {glue:text}`full_net_dev` of its initial circulant
