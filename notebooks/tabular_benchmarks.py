@@ -242,6 +242,8 @@ noise = pd.DataFrame({"RFM": N[:, 0], "Laplace": N[:, 1], "clean RFM": table["RF
                       "share under M = I": uniform}, index=names)
 noise_gain = float((noise["RFM"] - noise["Laplace"]).mean())
 mass_excess = float(np.mean(np.array(mass) - np.array(uniform)))
+# the share of the weight that M = I puts on the noise columns which RFM's M moves to the real ones (0: none, 1: all)
+noise_weight_moved = float(np.mean((np.array(mass) - np.array(uniform)) / (1 - np.array(uniform))))
 rfm.book.glue("noise_gain", f"{noise_gain:.3f}")
 rfm.book.glue("noise_acc_rfm", f"{noise['RFM'].mean():.3f}")
 rfm.book.glue("noise_acc_laplace", f"{noise['Laplace'].mean():.3f}")
@@ -249,6 +251,7 @@ rfm.book.glue("noise_wtl", "/".join(map(str, tb.win_tie_loss(noise["RFM"], noise
 rfm.book.glue("mass_mean", f"{np.mean(mass):.2f}")
 rfm.book.glue("uniform_mean", f"{np.mean(uniform):.2f}")
 rfm.book.glue("mass_min", f"{np.min(mass):.2f}")
+rfm.book.glue("weight_moved", f"{100 * noise_weight_moved:.0f}")
 rfm.book.glue("noise_seconds", f"{noise_seconds:.0f}");
 
 # %% mystnb={"figure": {"caption": "Twenty noise columns appended to every set. Left: test accuracy of RFM against the Laplace machine (its iteration 0), one point a set; grey points are the same sets without noise. Right: the share of diag(M) that RFM puts on the real columns, against the share a feature-blind M = I gives them.", "name": "fig-tabular-noise"}}
@@ -278,7 +281,8 @@ plt.show()
 # With noise, RFM's mean accuracy is {glue:text}`noise_acc_rfm` against {glue:text}`noise_acc_laplace` for the
 # Laplace machine, a mean gain of {glue:text}`noise_gain` (wins/ties/losses {glue:text}`noise_wtl`). The learnt
 # $M$ puts on average {glue:text}`mass_mean` of its diagonal on the real columns (at least {glue:text}`mass_min` on
-# every set), where $M = I$ gives them {glue:text}`uniform_mean` ({glue:text}`noise_seconds` s for this section).
+# every set), where $M = I$ gives them {glue:text}`uniform_mean`: of the weight that the identity spends on noise,
+# RFM moves {glue:text}`weight_moved` % to the real columns ({glue:text}`noise_seconds` s for this section).
 # This is the mechanism the paper credits for RFM's tabular results, measured on real tables: the AGOP finds the
 # coordinates the labels depend on.
 #
@@ -333,19 +337,27 @@ display(reg_summary.sort_values("rank").round(3))
 #
 # Each claim is compared with a control from the same run: the Laplace machine (RFM's own iteration 0, with the same
 # grid, folds and splits) and, for the feature matrix, the share of $\operatorname{diag}(M)$ that the identity gives
-# the real columns. The thresholds sit beyond the worst of seeds 0–9 (the table shows the calibration), with
-# margins of 0.007 (noise gain: RFM must not lose to the Laplace machine on average with noise; it gained 0.007 to
-# 0.021 at the calibrated seeds), 0.1 (diag(M) share), 0.006 and 0.008 (clean accuracy against the Laplace machine
-# and the best baseline). "RFM ranks first" is not asserted: its mean-rank place ranged from 1 to 5 over the
-# calibrated seeds. The noise checks are calibrated with 20 noise columns; with fewer, the Laplace machine loses less
-# and the accuracy gain shrinks towards zero.
+# the real columns. The thresholds sit beyond the worst of seeds 0–9 (the table below shows the calibration; the
+# rule for the noise gain is only that RFM must not lose to the Laplace machine on average, since it gained
+# {glue:text}`cal_noise_range` over the calibrated seeds). "RFM ranks first" is not asserted: its mean-rank place
+# ranged over {glue:text}`cal_rank_places` in the calibration. The noise checks are calibrated with 20 noise columns;
+# with fewer, the Laplace machine loses less and the accuracy gain shrinks towards zero.
 
 # %%
+calibration = rfm.book.load_calibration("tabular_benchmarks")
+if calibration:
+    gains, places = calibration["checks"]["noise_gain"]["values"], calibration["measured"]["rank_place"]
+    rfm.book.glue("cal_noise_range", f"{min(gains):.3f} to {max(gains):.3f}")
+    rfm.book.glue("cal_rank_places", f"{min(places)} to {max(places)} of {len(METHODS)}")
+else:
+    rfm.book.glue("cal_noise_range", "(no committed calibration)")
+    rfm.book.glue("cal_rank_places", "(no committed calibration)")
 checks = rfm.book.Checks("tabular_benchmarks", P, seed=seed, device=dev, output_dir=output_dir)
 checks.claim("noise_gain", noise_gain, at_least=0.0,
              what="20 noise columns: mean accuracy of RFM minus its iteration 0 (the Laplace machine)")
-checks.claim("noise_mass_excess", mass_excess, at_least=0.3,
-             what="20 noise columns: diag(M) share on the real columns minus the share under M = I, mean over sets")
+checks.claim("noise_weight_moved", noise_weight_moved, at_least=0.5,
+             what="noise columns: share of the diag(M) weight that M = I puts on the noise which RFM's M moves to "
+                  "the real columns, mean over sets")
 checks.claim("rfm_minus_laplace", rfm_minus_laplace, at_least=-0.015,
              what="clean sets: mean accuracy of RFM minus the Laplace machine (RFM does not lose to its control)")
 checks.claim("rfm_minus_best_baseline", rfm_minus_best, at_least=-0.02,
@@ -358,7 +370,7 @@ checks.record(
     rank_place=rank_place, best_baseline=best_baseline, frac_iter0=float(np.mean(np.array(picked) == 0)),
     noise_accuracy={"RFM": [round(float(v), 4) for v in noise["RFM"]],
                     "Laplace": [round(float(v), 4) for v in noise["Laplace"]]},
-    noise_mass=[round(v, 4) for v in mass], noise_uniform=[round(v, 4) for v in uniform],
+    noise_mass=[round(v, 4) for v in mass], noise_uniform=[round(v, 4) for v in uniform], noise_mass_excess=mass_excess,
     regression_sets=reg_names, regression_r2={m: [round(float(v), 4) for v in reg_table[m]] for m in REG_METHODS},
     trees_minus_rfm_categorical=trees_minus_rfm_cat, trees_minus_rfm_numeric=trees_minus_rfm_num,
     not_converged={m: sum(len(results[s][m].not_converged) for s in names) for m in METHODS},
