@@ -106,8 +106,9 @@ print(f"profile={P.profile}, folds={P.folds}, sets up to {P.max_rows} rows"
 
 # %%
 ALL = {name: tab.load_keel(name) for name in tab.keel_names()}
-SETS = [s for s in ALL.values() if s.n <= P.max_rows and (P.categorical or s.n_categorical == 0)
-        and np.bincount(s.y).min() >= P.folds]
+TAKEN = [s for s in ALL.values() if s.n <= P.max_rows and (P.categorical or s.n_categorical == 0)]
+SETS = [s for s in TAKEN if np.bincount(s.y).min() >= P.folds]  # stratified folds need folds members a class
+rfm.book.glue("dropped", ", ".join(s.name for s in TAKEN if s not in SETS) or "none")
 overview = pd.DataFrame([{"set": s.name, "rows": s.n, "columns": s.d, "classes": len(s.classes),
                           "categorical": s.n_categorical, "UCI-121 set": tab.KEEL_TO_UCI121.get(s.name, "-")}
                          for s in SETS]).set_index("set")
@@ -120,7 +121,8 @@ overview
 
 # %% [markdown]
 # The run takes {glue:text}`n_sets` of the {glue:text}`n_keel` KEEL sets ({glue:text}`n_uci` of them versions of
-# UCI-121 sets by our name map), with {glue:text}`rows_range` rows and {glue:text}`cols_range` columns.
+# UCI-121 sets by our name map), with {glue:text}`rows_range` rows and {glue:text}`cols_range` columns. Sets with a
+# class of fewer members than folds are left out (here: {glue:text}`dropped`).
 #
 # ## The protocol
 #
