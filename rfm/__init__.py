@@ -7,6 +7,7 @@ The package behind the executable replication book. Its folders are its architec
   AGOP -> M map, kernel ridge regression solvers, and the block/memory and coincident-point policies
 * :mod:`rfm.estimators` -- :class:`RFMRegressor` and :class:`RFMClassifier` (scikit-learn estimators)
 * :mod:`rfm.tabular` -- the tabular benchmark protocol (folds, validation grids, baselines, UCI-style summaries)
+* :mod:`rfm.linear` -- linear RFM (lin-RFM) and IRLS: sparse regression and low-rank matrix completion
 * :mod:`rfm.metrics` -- matrix correlations, subspace overlaps, prediction metrics
 * :mod:`rfm.nets` -- networks and their training dynamics: :class:`rfm.nets.MLP` and its training loop, neural
   feature matrices and the NFA (``rfm.nets``), the pre-activation tangent kernel and feature correlations
@@ -31,7 +32,7 @@ from .core.solvers import DirectSolver, get_solver, solve_krr
 from .estimators import RFMClassifier, RFMRegressor
 from .metrics import accuracy, matrix_correlation, mse, r2_score, subspace_overlap, top_eigenspace_overlap
 from .utils import get_device, make_generator, psd_power, seed_everything, to_numpy, top_eigenvectors
-from . import core, data, estimators, metrics, nets, utils  # noqa: E402
+from . import core, data, estimators, linear, metrics, nets, utils  # noqa: E402
 
 __version__ = "0.1.0"
 
@@ -42,5 +43,5 @@ __all__ = [
     "get_kernel", "get_solver", "jacobians", "kernel_agop", "kernel_gradients", "kernel_matrix", "make_generator",
     "matrix_correlation", "mse", "psd_power", "r2_score", "seed_everything", "solve_krr", "subspace_overlap",
     "to_numpy", "top_eigenspace_overlap", "top_eigenvectors",
-    "core", "data", "estimators", "metrics", "nets", "utils",
+    "core", "data", "estimators", "linear", "metrics", "nets", "utils",
 ]

@@ -1,0 +1,317 @@
+r"""Linear Recursive Feature Machines (lin-RFM) and iteratively reweighted least squares (IRLS).
+
+lin-RFM (Radhakrishnan, Belkin & Drusvyatskiy, "Linear Recursive Feature Machines provably recover low-rank
+matrices", PNAS 2025; code aradha/lin-RFM) is RFM with a linear predictor. Each iteration
+
+1. maps the inputs through the feature map x -> M x and fits the **minimum-norm** interpolant in those coordinates;
+2. sets M <- AGOP^alpha, where the AGOP of a linear predictor is its weight outer product.
+
+Convention (as in aradha/lin-RFM): alpha is the power of the **feature map** M, so the kernel metric is
+P = M^T M = AGOP^{2 alpha}. (In kernel RFM, :func:`rfm.feature_update`, the power applies to the metric itself.)
+
+**Sparse regression** (diagonal M). For f(x) = w^T x the AGOP is w w^T; its diagonal gives
+P = diag(abs(w)^{4 alpha}), and the minimum-norm solve in reweighted coordinates is
+
+    w_new = M (X M)^+ y = P X^T (X P X^T)^{-1} y,
+
+i.e. w_new = argmin { sum_i w_i^2 / P_ii : X w = y }. IRLS for the l_p quasi-norm minimises
+sum_i abs(w_i^old)^{p-2} w_i^2 under the same constraint, so the two coincide when 4 alpha = 2 - p:
+
+    p = 2 - 4 alpha       (alpha = 1/4: p = 1, basis pursuit; alpha = 1/2: p = 0, the log penalty).
+
+**Matrix completion.** Row i of Y (n x d) is a linear function of the columns' one-hot codes; with the metric P on
+the d columns, the minimum-norm fit of the observed entries of row i (columns I_i) predicts
+out_i = P[:, I_i] (P[I_i, I_i] + reg I)^{-1} y_{i, I_i}. The AGOP is out^T out / n and P <- AGOP^{2 alpha}
+(an eigendecomposition), which is IRLS for the Schatten-p quasi-norm with the same map p = 2 - 4 alpha. At
+alpha = 1/2, P = AGOP needs no eigendecomposition: the **SVD-free** update.
+
+The stopping rule here reads only observed entries: a held-out share of them (chosen with ``seed``) is never fitted
+and decides when to stop (aradha/lin-RFM stops on the unobserved entries, which a user does not have).
+
+Every function takes numpy arrays or torch tensors and returns the same kind (torch in, torch out).
+"""
+from __future__ import annotations
+
+import numbers
+import time
+
+import numpy as np
+import torch
+
+from ._checks import check_matrix, check_number
+from .utils import make_generator, psd_power
+
+__all__ = ["irls", "irls_step", "lin_rfm_sparse", "lin_rfm_sparse_step", "lin_rfm_completion",
+           "completion_predict", "completion_metric", "alpha_to_irls_p", "irls_p_to_alpha"]
+
+
+def alpha_to_irls_p(alpha: float) -> float:
+    """The IRLS power p that one lin-RFM step with feature-map power ``alpha`` equals: p = 2 - 4 alpha."""
+    return 2.0 - 4.0 * check_number("alpha", alpha, low=0.0)
+
+
+def irls_p_to_alpha(p: float) -> float:
+    """Inverse of :func:`alpha_to_irls_p`: alpha = (2 - p) / 4."""
+    return (2.0 - check_number("p", p, high=2.0)) / 4.0
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# input handling
+
+
+def _is_numpy(x) -> bool:
+    return not isinstance(x, torch.Tensor)
+
+
+def _out(t: torch.Tensor, numpy_out: bool):
+    return t.detach().cpu().numpy() if numpy_out else t
+
+
+def _xy(X, y):
+    Xt = check_matrix(X, "X")
+    yt = torch.as_tensor(np.asarray(y) if _is_numpy(y) else y)
+    if yt.ndim == 2 and yt.shape[1] == 1:
+        yt = yt[:, 0]
+    if yt.ndim != 1:
+        raise ValueError(f"y must be 1-D with one target per row of X, got shape {tuple(yt.shape)}")
+    if yt.shape[0] != Xt.shape[0]:
+        raise ValueError(f"y has {yt.shape[0]} entries but X has {Xt.shape[0]} rows")
+    yt = yt.to(dtype=Xt.dtype, device=Xt.device)
+    if not bool(torch.isfinite(yt).all()):
+        raise ValueError("y contains NaN or infinite values")
+    return Xt, yt
+
+
+def _vec(w, d, like, name="w"):
+    wt = torch.as_tensor(np.asarray(w) if _is_numpy(w) else w).to(dtype=like.dtype, device=like.device)
+    if wt.ndim != 1 or wt.shape[0] != d:
+        raise ValueError(f"{name} must be a 1-D vector of length {d} (the number of columns of X), got shape "
+                         f"{tuple(wt.shape)}")
+    if not bool(torch.isfinite(wt).all()):
+        raise ValueError(f"{name} contains NaN or infinite values")
+    return wt
+
+
+def _check_iters(iters):
+    if isinstance(iters, bool) or not isinstance(iters, numbers.Integral) or iters < 0:
+        raise ValueError(f"iters must be a non-negative integer, got {iters!r}")
+    return int(iters)
+
+
+def _weighted_min_norm(X, y, p_diag, reg):
+    """argmin sum_i w_i^2 / p_i subject to X w = y (reg = 0: through a pseudo-inverse, which also handles zero
+    weights) or its ridge version w = P X^T (X P X^T + reg I)^{-1} y."""
+    if reg > 0:
+        G = (X * p_diag) @ X.T
+        G = G + reg * torch.eye(G.shape[0], dtype=G.dtype, device=G.device)
+        return p_diag * (X.T @ torch.linalg.solve(G, y))
+    m = p_diag.clamp_min(0).sqrt()
+    return m * (torch.linalg.pinv(X * m) @ y)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# sparse regression
+
+
+def lin_rfm_sparse_step(X, y, w, *, alpha: float = 0.5, reg: float = 0.0):
+    """One lin-RFM step from the predictor ``w``: M = diag(abs(w)^{2 alpha}) (the AGOP's diagonal to the power
+    alpha), then the minimum-norm interpolant in the coordinates X M, mapped back: w_new = M (X M)^+ y
+    (``reg`` = 0) or P X^T (X P X^T + reg I)^{-1} y with P = M^2."""
+    numpy_out = _is_numpy(X)
+    Xt, yt = _xy(X, y)
+    wt = _vec(w, Xt.shape[1], Xt)
+    alpha = check_number("alpha", alpha, low=0.0, low_inclusive=False)
+    reg = check_number("reg", reg, low=0.0)
+    return _out(_weighted_min_norm(Xt, yt, wt.abs() ** (4 * alpha), reg), numpy_out)
+
+
+def lin_rfm_sparse(X, y, *, iters: int = 50, alpha: float = 0.5, reg: float = 0.0, return_path: bool = False):
+    """lin-RFM for sparse linear regression: start from M = I (iteration 0: the minimum-norm least-squares solution
+    X^+ y), then ``iters`` steps of :func:`lin_rfm_sparse_step`. Returns w, or (w, path) with path of shape
+    (iters + 1, d) holding every iterate (row 0 = iteration 0)."""
+    numpy_out = _is_numpy(X)
+    Xt, yt = _xy(X, y)
+    iters = _check_iters(iters)
+    alpha = check_number("alpha", alpha, low=0.0, low_inclusive=False)
+    reg = check_number("reg", reg, low=0.0)
+    w = _weighted_min_norm(Xt, yt, torch.ones(Xt.shape[1], dtype=Xt.dtype, device=Xt.device), reg)
+    path = [w]
+    for _ in range(iters):
+        w = _weighted_min_norm(Xt, yt, w.abs() ** (4 * alpha), reg)
+        path.append(w)
+    if return_path:
+        return _out(w, numpy_out), _out(torch.stack(path), numpy_out)
+    return _out(w, numpy_out)
+
+
+def irls_step(X, y, w, *, p: float = 1.0, eps: float = 0.0):
+    """One step of IRLS for min ||w||_p^p subject to X w = y (Daubechies, DeVore, Fornasier & Gunturk 2010;
+    Chartrand & Yin 2008): weights c_i = (w_i^2 + eps)^{p/2 - 1}, and w_new = argmin sum_i c_i w_i^2 s.t. X w = y,
+    solved from its KKT conditions: w_new = C^{-1} X^T (X C^{-1} X^T)^{-1} y."""
+    numpy_out = _is_numpy(X)
+    Xt, yt = _xy(X, y)
+    wt = _vec(w, Xt.shape[1], Xt)
+    p = check_number("p", p, high=2.0)
+    eps = check_number("eps", eps, low=0.0)
+    c_inv = (wt ** 2 + eps) ** (1.0 - p / 2.0)          # 1 / c_i, finite also where w_i = 0 (p < 2)
+    G = (Xt * c_inv) @ Xt.T
+    lam = torch.linalg.lstsq(G, yt[:, None]).solution[:, 0] if G.device.type == "cpu" else torch.linalg.pinv(G) @ yt
+    return _out(c_inv * (Xt.T @ lam), numpy_out)
+
+
+def irls(X, y, *, iters: int = 50, p: float = 1.0, eps: float = 0.0, eps_decay: float = 1.0,
+         return_path: bool = False):
+    """Reference IRLS-p from the minimum-norm solution; ``eps`` is the smoothing, multiplied by ``eps_decay`` after
+    every step. Returns w, or (w, path) as :func:`lin_rfm_sparse`."""
+    numpy_out = _is_numpy(X)
+    Xt, yt = _xy(X, y)
+    iters = _check_iters(iters)
+    eps_decay = check_number("eps_decay", eps_decay, low=0.0, high=1.0)
+    w = torch.linalg.pinv(Xt) @ yt
+    path = [w]
+    for _ in range(iters):
+        w = irls_step(Xt, yt, w, p=p, eps=eps)
+        eps *= eps_decay
+        path.append(w)
+    if return_path:
+        return _out(w, numpy_out), _out(torch.stack(path), numpy_out)
+    return _out(w, numpy_out)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# matrix completion
+
+
+def _mask(mask, shape, device):
+    m = torch.as_tensor(np.asarray(mask) if _is_numpy(mask) else mask, device=device)
+    if tuple(m.shape) != tuple(shape):
+        raise ValueError(f"mask must have the shape of Y {tuple(shape)}, got {tuple(m.shape)}")
+    if m.dtype != torch.bool:
+        if not bool(((m == 0) | (m == 1)).all()):
+            raise ValueError("mask must be boolean (True where Y is observed) or 0/1")
+        m = m.bool()
+    if not bool(m.any()):
+        raise ValueError("mask has no observed entry")
+    return m
+
+
+def completion_predict(Y, mask, P, *, reg: float = 0.0):
+    """The minimum-norm fit of each row's observed entries under the column metric P:
+    out_i = P[:, I_i] (P[I_i, I_i] + reg I)^{-1} Y[i, I_i] (a pseudo-inverse when reg = 0). Rows with no observed
+    entry predict zero. Only the entries where ``mask`` is True are read."""
+    numpy_out = _is_numpy(Y)
+    Yt = check_matrix(np.where(np.asarray(mask, dtype=bool), Y, 0.0) if numpy_out else Y, "Y")
+    m = _mask(mask, Yt.shape, Yt.device)
+    Pt = torch.as_tensor(np.asarray(P) if _is_numpy(P) else P).to(dtype=Yt.dtype, device=Yt.device)
+    if tuple(Pt.shape) != (Yt.shape[1], Yt.shape[1]):
+        raise ValueError(f"P must be ({Yt.shape[1]}, {Yt.shape[1]}), got {tuple(Pt.shape)}")
+    reg = check_number("reg", reg, low=0.0)
+    return _out(_predict(Yt, m, Pt, reg), numpy_out)
+
+
+def _predict(Y, m, P, reg):
+    out = torch.zeros_like(Y)
+    for i in range(Y.shape[0]):
+        idx = m[i].nonzero(as_tuple=True)[0]
+        if idx.numel() == 0:
+            continue
+        K = P[idx][:, idx]
+        yi = Y[i, idx]
+        if reg > 0:
+            a = torch.linalg.solve(K + reg * torch.eye(idx.numel(), dtype=K.dtype, device=K.device), yi)
+        else:
+            a = torch.linalg.pinv(K, hermitian=True) @ yi
+        out[i] = P[:, idx] @ a
+    return out
+
+
+def completion_metric(out, *, alpha: float = 0.5, svd_free: bool = True):
+    """The next metric from the current completion ``out`` (n x d): AGOP = out^T out / n and P = AGOP^{2 alpha}
+    (eigendecomposition), or P = AGOP directly (``svd_free``, which requires alpha = 1/2)."""
+    numpy_out = _is_numpy(out)
+    O = check_matrix(out, "out")
+    alpha = check_number("alpha", alpha, low=0.0, low_inclusive=False)
+    return _out(_metric(O, alpha, svd_free), numpy_out)
+
+
+def _metric(O, alpha, svd_free):
+    A = O.T @ O / O.shape[0]
+    if svd_free:
+        return A
+    return psd_power(A, 2 * alpha)
+
+
+def lin_rfm_completion(Y, mask, *, iters: int = 300, alpha: float = 0.5, reg: float = 0.0, svd_free: bool = True,
+                       holdout: float = 0.0, patience: int | None = None, tol: float = 0.0, seed=0,
+                       Y_eval=None, eval_mask=None):
+    """lin-RFM for low-rank matrix completion.
+
+    Starts from P = I (iteration 0 fills the unobserved entries with zeros) and alternates
+    :func:`completion_predict` and :func:`completion_metric`. A share ``holdout`` of the observed entries (chosen
+    with ``seed``) is left out of the fit; their relative error decides the stopping (``patience`` iterations
+    without improvement, or the error below ``tol``) and which iterate is returned (the best). Nothing else of Y
+    than its observed entries is read. ``Y_eval``/``eval_mask`` (optional, e.g. the ground truth on the unobserved
+    entries) are only *reported* along the way, never used to stop.
+
+    Returns a dict: ``"Y"`` the completion at the chosen iteration (same kind as Y), ``"iteration"`` it,
+    ``"holdout_error"``, ``"eval_error"`` (lists per iteration, relative Frobenius errors), ``"time"``
+    (cumulative seconds per iteration) and ``"P"`` the final metric.
+    """
+    numpy_out = _is_numpy(Y)
+    mask_np = np.asarray(mask, dtype=bool) if _is_numpy(mask) else None
+    Yt = check_matrix(np.where(mask_np, Y, 0.0) if (numpy_out and mask_np is not None
+                                                    and mask_np.shape == np.shape(Y)) else Y, "Y")
+    m = _mask(mask, Yt.shape, Yt.device)
+    Yt = torch.where(m, Yt, torch.zeros((), dtype=Yt.dtype, device=Yt.device))
+    iters = _check_iters(iters)
+    alpha = check_number("alpha", alpha, low=0.0, low_inclusive=False)
+    if svd_free and abs(alpha - 0.5) > 1e-12:
+        raise ValueError(f"the SVD-free update is lin-RFM at alpha = 1/2 (P = AGOP); got alpha={alpha}: pass "
+                         "svd_free=False for other powers")
+    reg = check_number("reg", reg, low=0.0)
+    holdout = check_number("holdout", holdout, low=0.0, high=1.0, high_inclusive=False)
+    tol = check_number("tol", tol, low=0.0)
+    if patience is not None:
+        patience = int(check_number("patience", patience, low=1, integer=True))
+    if holdout > 0:
+        g = make_generator(seed)
+        obs = m.nonzero()
+        k = int(round(holdout * obs.shape[0]))
+        if k < 1:
+            raise ValueError(f"holdout={holdout} leaves no observed entry out ({obs.shape[0]} observed)")
+        pick = obs[torch.randperm(obs.shape[0], generator=g)[:k].to(obs.device)]
+        ho = torch.zeros_like(m)
+        ho[pick[:, 0], pick[:, 1]] = True
+        fit = m & ~ho
+    else:
+        ho, fit = None, m
+    ev = None
+    if Y_eval is not None:
+        Ye = check_matrix(Y_eval, "Y_eval").to(dtype=Yt.dtype, device=Yt.device)
+        em = _mask(eval_mask, Yt.shape, Yt.device) if eval_mask is not None else ~m
+        ev = (Ye, em, torch.linalg.norm(Ye[em]))
+
+    def rel(A, B, sel):
+        return float(torch.linalg.norm(A[sel] - B[sel]) / torch.linalg.norm(B[sel]).clamp_min(1e-300))
+
+    P = torch.eye(Yt.shape[1], dtype=Yt.dtype, device=Yt.device)
+    hist_ho, hist_ev, times = [], [], []
+    best, best_it, best_err, since = None, 0, float("inf"), 0
+    t0 = time.perf_counter()
+    for it in range(iters + 1):
+        out = _predict(Yt, fit, P, reg)
+        times.append(time.perf_counter() - t0)
+        err = rel(out, Yt, ho) if ho is not None else float("nan")
+        hist_ho.append(err)
+        if ev is not None:
+            hist_ev.append(rel(out, ev[0], ev[1]))
+        if ho is None or err < best_err:
+            best, best_it, best_err, since = out, it, err, 0
+        else:
+            since += 1
+        if ho is not None and (err <= tol or (patience is not None and since >= patience)):
+            break
+        if it < iters:
+            P = _metric(out, alpha, svd_free)
+    return {"Y": _out(best, numpy_out), "iteration": best_it, "holdout_error": hist_ho, "eval_error": hist_ev,
+            "time": times, "P": _out(P, numpy_out)}
