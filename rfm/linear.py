@@ -195,10 +195,11 @@ def _mask(mask, shape, device):
     return m
 
 
-def completion_predict(Y, mask, P, *, reg: float = 0.0):
+def completion_predict(Y, mask, P, *, reg: float = 0.0, replace: bool = False):
     """The minimum-norm fit of each row's observed entries under the column metric P:
     out_i = P[:, I_i] (P[I_i, I_i] + reg I)^{-1} Y[i, I_i] (a pseudo-inverse when reg = 0). Rows with no observed
-    entry predict zero. Only the entries where ``mask`` is True are read."""
+    entry predict zero. ``replace`` puts the observed values back into the prediction (as aradha/lin-RFM does; it
+    matters when reg > 0 shrinks the fit). Only the entries where ``mask`` is True are read."""
     numpy_out = _is_numpy(Y)
     Yt = check_matrix(np.where(np.asarray(mask, dtype=bool), Y, 0.0) if numpy_out else Y, "Y")
     m = _mask(mask, Yt.shape, Yt.device)
@@ -206,10 +207,10 @@ def completion_predict(Y, mask, P, *, reg: float = 0.0):
     if tuple(Pt.shape) != (Yt.shape[1], Yt.shape[1]):
         raise ValueError(f"P must be ({Yt.shape[1]}, {Yt.shape[1]}), got {tuple(Pt.shape)}")
     reg = check_number("reg", reg, low=0.0)
-    return _out(_predict(Yt, m, Pt, reg), numpy_out)
+    return _out(_predict(Yt, m, Pt, reg, bool(replace)), numpy_out)
 
 
-def _predict(Y, m, P, reg):
+def _predict(Y, m, P, reg, replace=False):
     out = torch.zeros_like(Y)
     for i in range(Y.shape[0]):
         idx = m[i].nonzero(as_tuple=True)[0]
@@ -222,6 +223,8 @@ def _predict(Y, m, P, reg):
         else:
             a = torch.linalg.pinv(K, hermitian=True) @ yi
         out[i] = P[:, idx] @ a
+        if replace:
+            out[i, idx] = yi
     return out
 
 
@@ -242,12 +245,12 @@ def _metric(O, alpha, svd_free):
 
 
 def lin_rfm_completion(Y, mask, *, iters: int = 300, alpha: float = 0.5, reg: float = 0.0, svd_free: bool = True,
-                       holdout: float = 0.0, patience: int | None = None, tol: float = 0.0, seed=0,
+                       replace: bool = True, holdout: float = 0.0, patience: int | None = None, tol: float = 0.0, seed=0,
                        Y_eval=None, eval_mask=None):
     """lin-RFM for low-rank matrix completion.
 
     Starts from P = I (iteration 0 fills the unobserved entries with zeros) and alternates
-    :func:`completion_predict` and :func:`completion_metric`. A share ``holdout`` of the observed entries (chosen
+    :func:`completion_predict` (with ``replace``) and :func:`completion_metric`. A share ``holdout`` of the observed entries (chosen
     with ``seed``) is left out of the fit; their relative error decides the stopping (``patience`` iterations
     without improvement, or the error below ``tol``) and which iterate is returned (the best). Nothing else of Y
     than its observed entries is read. ``Y_eval``/``eval_mask`` (optional, e.g. the ground truth on the unobserved
@@ -299,7 +302,7 @@ def lin_rfm_completion(Y, mask, *, iters: int = 300, alpha: float = 0.5, reg: fl
     best, best_it, best_err, since = None, 0, float("inf"), 0
     t0 = time.perf_counter()
     for it in range(iters + 1):
-        out = _predict(Yt, fit, P, reg)
+        out = _predict(Yt, fit, P, reg, bool(replace))
         times.append(time.perf_counter() - t0)
         err = rel(out, Yt, ho) if ho is not None else float("nan")
         hist_ho.append(err)

@@ -130,3 +130,16 @@ def test_torch_in_torch_out_numpy_in_numpy_out():
     rt = L.lin_rfm_completion(torch.from_numpy(Y), torch.from_numpy(mask), iters=1)
     assert isinstance(rt["Y"], torch.Tensor)
     np.testing.assert_allclose(rt["Y"].numpy(), L.lin_rfm_completion(Y, mask, iters=1)["Y"], atol=1e-12)
+
+
+def test_replace_puts_observed_values_back():
+    rng = np.random.default_rng(0)
+    Y = rng.standard_normal((8, 6))
+    mask = rng.random((8, 6)) < 0.5
+    mask[:, 0] = True
+    P = L.completion_metric(rng.standard_normal((10, 6)), alpha=0.5)
+    shrunk = L.completion_predict(Y, mask, P, reg=10.0)
+    kept = L.completion_predict(Y, mask, P, reg=10.0, replace=True)
+    np.testing.assert_allclose(kept[mask], Y[mask], atol=1e-12)
+    np.testing.assert_allclose(kept[~mask], shrunk[~mask], atol=1e-12)
+    assert np.abs(shrunk[mask] - Y[mask]).max() > 1e-2     # reg > 0 shrinks the fit without it
