@@ -291,7 +291,7 @@ def summarize(table, methods=None, *, tie_tol: float = 0.0) -> dict[str, dict[st
 
 
 def win_tie_loss(a, b, tol: float = 0.0) -> tuple[int, int, int]:
-    """How many sets ``a`` wins (a > b + tol), ties (|a - b| <= tol) and loses against ``b``."""
+    """How many sets ``a`` wins (a > b + tol), ties (``abs(a - b) <= tol``) and loses against ``b``."""
     a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     if a.shape != b.shape:
         raise ValueError(f"a and b must have the same shape, got {a.shape} and {b.shape}")
