@@ -49,7 +49,6 @@ def _cached_run_class():
                 return NotebookResult(nb=None, error=NotebookError(summary=error.splitlines()[0] if error else "failed",
                                                                  trace=error, failing_cell_index=-1))
             nb = bc.cached_notebook(source)
-            how = "cached run reused"
             if nb is None:  # not prepared (e.g. an item run on its own): execute and cache it now
                 execution = bc.execute_into_cache(source, timeout=self.default_timeout)
                 if execution.error is not None:

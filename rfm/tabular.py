@@ -46,7 +46,7 @@ def rfm_method(task: str, *, name: str = "RFM", regs=(1.0, 0.1, 1e-3), row_norm=
 
     _check_task(task)
     cls = RFMClassifier if task == "classification" else RFMRegressor
-    grid = [{"reg": r, "row_norm": rn} for rn in row_norm for r in regs]
+    grid = _kernel_grid(regs, row_norm)
 
     def build(reg, iters=iters):
         return cls(kernel="laplace", bandwidth=bandwidth, reg=reg, iters=iters, dtype="float64", **params)
@@ -71,7 +71,7 @@ def ntk_method(task: str, *, name: str = "NTK", regs=(1.0, 0.1, 1e-3), row_norm=
             self.kernel = NTKKernel(depth=depth, bias=bias, bandwidth=float(np.sqrt(np.shape(X)[1])))
             return super().fit(X, y, X_val, y_val)
 
-    grid = [{"reg": r, "row_norm": rn} for rn in row_norm for r in regs]
+    grid = _kernel_grid(regs, row_norm)
     return Method(name, lambda reg, iters=0: _NTK(reg=reg, iters=0, dtype="float64"), grid, rfm=True)
 
 
@@ -102,6 +102,10 @@ def sklearn_methods(task: str, seed: int = 0, *, trees: int = 100, mlp_width: in
                [{"alpha": 1e-2}, {"alpha": 1.0}]),
         Method("SVM", lambda C: svm.SVR(C=C, kernel="rbf"), [{"C": 1.0}, {"C": 10.0}]),
     ]
+
+
+def _kernel_grid(regs, row_norm) -> list[dict]:
+    return [{"reg": r, "row_norm": rn} for rn in row_norm for r in regs]
 
 
 def _check_task(task):
@@ -165,17 +169,23 @@ def _fit(est, *args, notes=None):
 
 def _fit_score(method: Method, params: dict, X, y, X_val, y_val, task, notes=None):
     """Fit one configuration; its validation score (for RFM, its best iteration's) and the refit parameters."""
-    params = dict(params)
-    if params.pop("row_norm", False):
-        X, X_val = row_normalize(X), row_normalize(X_val)
-    est = method.build(**params)
+    est, (X, X_val) = _prepared(method, params, X, X_val)
     if method.rfm:
         _fit(est, X, y, X_val, y_val, notes=notes)
         best = est.history_[est.best_iter_]
         score = best["val_acc"] if task == "classification" else best["val_r2"]
         return score, {**params, "iters": int(est.best_iter_)}
     _fit(est, X, y, notes=notes)
-    return _score(task, y_val, est.predict(X_val)), params
+    return _score(task, y_val, est.predict(X_val)), dict(params)
+
+
+def _prepared(method: Method, params: dict, *Xs):
+    """The unfitted estimator of one configuration and the inputs it sees (rows divided by their norms when the
+    configuration says ``row_norm``)."""
+    params = dict(params)
+    if params.pop("row_norm", False):
+        Xs = tuple(row_normalize(X) for X in Xs)
+    return method.build(**params), Xs
 
 
 @dataclass
@@ -221,14 +231,11 @@ def evaluate(methods, data: TabularSet, *, folds: int = 4, val_fraction: float =
                 score, refit = _fit_score(m, params, X_train[fit_idx], y_train[fit_idx], X_train[val_idx],
                                           y_train[val_idx], data.task, results[m.name].not_converged)
                 if best is None or score > best[0]:
-                    best = (score, refit, params)
-            refit = dict(best[1])
-            Xa, Xb = X_train, X_test
-            if best[2].get("row_norm", False):
-                Xa, Xb = row_normalize(Xa), row_normalize(Xb)
-            est = _fit(m.build(**refit), Xa, y_train, notes=results[m.name].not_converged)
+                    best = (score, refit)
+            est, (Xa, Xb) = _prepared(m, best[1], X_train, X_test)
+            _fit(est, Xa, y_train, notes=results[m.name].not_converged)
             results[m.name].scores.append(_score(data.task, y_test, est.predict(Xb)))
-            results[m.name].chosen.append({**refit, "row_norm": bool(best[2].get("row_norm", False))})
+            results[m.name].chosen.append({**best[1], "row_norm": bool(best[1].get("row_norm", False))})
     return results
 
 
