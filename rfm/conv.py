@@ -300,8 +300,20 @@ def patch_gradients(model: nn.Module, X, layer=0) -> torch.Tensor:
     return G.reshape(b, G.shape[1], P, D)
 
 
-def patch_agop(model: nn.Module, X, layer=0, *, batch_size: int | None = None, power: float = 1.0,
-               normalize: str | None = None) -> torch.Tensor:
+def _auto_batch(model, conv, X, mem_bytes: int) -> int:
+    """Images per backward pass of :func:`patch_agop` within ``mem_bytes``: one image's patches U (P x D) and its
+    gradients (c x P x D, in the model's dtype and again in float64 for the AGOP), with room for autograd's copies."""
+    q, st, pads, dil, mode = _conv_settings(conv)
+    U, _ = _unfold(_layer_input(model, conv, X[:1]), q, st, pads, dil, mode)
+    with torch.no_grad():
+        out = model(X[:1])
+    c = out[0].numel()
+    per_image = U[0].numel() * (X.element_size() * (2 * c + 2) + 8 * c)
+    return max(1, min(X.shape[0], mem_bytes // max(1, 2 * per_image)))
+
+
+def patch_agop(model: nn.Module, X, layer=0, *, batch_size: int | None = None, mem_bytes: int | None = None,
+               power: float = 1.0, normalize: str | None = None) -> torch.Tensor:
     """The patch-AGOP of a conv layer: (1/n) sum_x sum_c sum_p g g^T with g = grad_{u_p} f_c(x) (float64,
     C_in q^2 x C_in q^2), from :func:`patch_gradients`.
 
@@ -315,7 +327,10 @@ def patch_agop(model: nn.Module, X, layer=0, *, batch_size: int | None = None, p
     layer : int, str or torch.nn.Conv2d, default 0
         Which convolution: an index into :func:`conv_layers`, its name, or the module.
     batch_size : int or None
-        Images per backward pass (None: all); the result does not depend on it.
+        Images per backward pass; the result does not depend on it. None: as many as fit the working-memory budget
+        ``mem_bytes`` (the gradients of b images take about b c P C_in q^2 float64 numbers, a few times over).
+    mem_bytes : int or None
+        The budget for ``batch_size=None`` (None: :func:`rfm.core.blocks.default_mem_bytes` of the model's device).
     power, normalize : as :func:`rfm.feature_update` (M = normalize(AGOP^power)).
 
     Examples
@@ -331,10 +346,13 @@ def patch_agop(model: nn.Module, X, layer=0, *, batch_size: int | None = None, p
     >>> torch.allclose(A, 36 * w.reshape(-1, 1) @ w.reshape(1, -1))    # f = sum_p w.u_p: g = w at 36 patches
     True
     """
-    _conv_layer(model, layer)
+    conv = _conv_layer(model, layer)
     X = _as_model_input(model, X)
     n = X.shape[0]
-    bs = n if batch_size is None else int(check_number("batch_size", batch_size, low=1, integer=True))
+    if batch_size is None:
+        bs = _auto_batch(model, conv, X, resolve_mem_bytes(mem_bytes, X.device))
+    else:
+        bs = int(check_number("batch_size", batch_size, low=1, integer=True))
     acc = None
     for start in range(0, n, bs):
         G = patch_gradients(model, X[start:start + bs], layer)  # (b, c, P, D)

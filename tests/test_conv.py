@@ -176,6 +176,7 @@ def test_patch_agop_does_not_depend_on_the_batch_size_and_selects_layers():
     X = torch.randn(7, 36, generator=_gen(6), dtype=f64)
     A = patch_agop(net, X, 1)
     torch.testing.assert_close(patch_agop(net, X, 1, batch_size=3), A, rtol=1e-12, atol=1e-14)
+    torch.testing.assert_close(patch_agop(net, X, 1, batch_size=7), A, rtol=1e-12, atol=1e-14)
     names = [name for name, _ in conv_layers(net)]
     assert names == ["convs.0", "convs.1"]
     torch.testing.assert_close(patch_agop(net, X, "convs.1"), A)
@@ -505,3 +506,20 @@ def test_noisy_frame_places_each_image_whole():
     assert torch.equal(noisy_frame(X, [0] * 5, shape=(2, 4, 4), frame=(9, 10), generator=1).mask, t.mask)
     with pytest.raises(ValueError, match="larger"):
         noisy_frame(X, [0] * 5, shape=(2, 4, 4), frame=(4, 10))
+
+
+def test_patch_agop_sizes_its_batches_by_the_memory_budget(monkeypatch):
+    net = _net()
+    X = torch.randn(7, 36, generator=_gen(8), dtype=f64)
+    full = patch_agop(net, X, 1, batch_size=7)
+    sizes = []
+    real = rfm.conv.patch_gradients
+    monkeypatch.setattr(rfm.conv, "patch_gradients", lambda m, Xb, l: sizes.append(Xb.shape[0]) or real(m, Xb, l))
+    # one image of layer 1: 36 patches of 2 x 9 numbers, 1 output: a budget of 1 byte gives one image per pass
+    torch.testing.assert_close(patch_agop(net, X, 1, mem_bytes=1), full, rtol=1e-12, atol=1e-14)
+    assert sizes == [1] * 7
+    sizes.clear()
+    patch_agop(net, X, 1, mem_bytes=2**30)
+    assert sizes == [7]
+    with pytest.raises(ValueError, match="mem_bytes"):
+        patch_agop(net, X, mem_bytes=0)
