@@ -39,6 +39,7 @@ from .core.blocks import resolve_mem_bytes
 from .core.feature_matrix import NORMALIZATIONS, FeatureMatrix, feature_matrix_from_agop, feature_update
 from .core.kernels import Kernel, get_kernel
 from .core.solvers import solve_krr
+from .metrics import matrix_correlation
 from .nets.classifier import _class_indices, decode_label_codes, label_codes
 from .utils import get_device, make_generator
 
@@ -363,6 +364,45 @@ def patch_agop(model: nn.Module, X, layer=0, *, batch_size: int | None = None, m
     if power == 1.0 and normalize is None:
         return A
     return feature_update(A, power, normalize)
+
+
+def cnfa_table(model: nn.Module, X, *, initial: nn.Module | None = None, layers=None, generator=0,
+               batch_size: int | None = None) -> list[dict]:
+    """The convolutional Neural Feature Ansatz, layer by layer, with its controls.
+
+    For each conv layer l (``layers``: indices into :func:`conv_layers`; None: all), the uncentred cosine
+    (:func:`rfm.matrix_correlation` ``"cosine"``, the authors' correlation) of the filter feature matrix W^T W
+    (:func:`filter_nfm`) and the patch-AGOP (:func:`patch_agop`, at the inputs X) of ``model``; the same for
+    ``initial`` (the network before training, when given); and the **spectrum-matched** control: the eigenvalues of
+    the model's W^T W in Haar-random directions (:func:`rfm.nets.alignment.spectrum_matched`) against the model's
+    patch-AGOP.
+
+    Returns one dict per layer: ``layer`` (1-based), ``trained``, ``init`` (with ``initial``), ``spectrum-matched``,
+    and the matrices ``G``, ``A`` (``G0``, ``A0``) in float64 on the CPU."""
+    from .nets.alignment import spectrum_matched
+
+    convs = conv_layers(model)
+    if not convs:
+        raise ValueError("model has no torch.nn.Conv2d layer")
+    if initial is not None and len(conv_layers(initial)) != len(convs):
+        raise ValueError(f"initial has {len(conv_layers(initial))} Conv2d layers, model has {len(convs)}")
+    idx = range(len(convs)) if layers is None else [int(check_number("layers", l, low=-len(convs),
+                                                                      high=len(convs) - 1, integer=True))
+                                                     for l in layers]
+    g = make_generator(generator)
+    rows = []
+    for l in idx:
+        l = l % len(convs)
+        G, A = filter_nfm(convs[l][1]).cpu(), patch_agop(model, X, l, batch_size=batch_size).cpu()
+        row = {"layer": l + 1, "trained": float(matrix_correlation(G, A, "cosine"))}
+        if initial is not None:
+            G0 = filter_nfm(conv_layers(initial)[l][1]).cpu()
+            A0 = patch_agop(initial, X, l, batch_size=batch_size).cpu()
+            row.update(init=float(matrix_correlation(G0, A0, "cosine")), G0=G0, A0=A0)
+        row["spectrum-matched"] = float(matrix_correlation(spectrum_matched(G, g), A, "cosine"))
+        row.update(G=G, A=A)
+        rows.append(row)
+    return rows
 
 
 # ----------------------------------------------------------------------------------------------------------------

@@ -523,3 +523,34 @@ def test_patch_agop_sizes_its_batches_by_the_memory_budget(monkeypatch):
     assert sizes == [7]
     with pytest.raises(ValueError, match="mem_bytes"):
         patch_agop(net, X, mem_bytes=0)
+
+
+def test_cnfa_table_measures_each_layer_against_its_controls():
+    from rfm.conv import cnfa_table
+    from rfm.nets.alignment import spectrum_matched
+
+    net = _net(seed=1)
+    init = _net(seed=2)
+    X = torch.randn(9, 36, generator=_gen(9), dtype=f64)
+    rows = cnfa_table(net, X, initial=init, generator=5)
+    assert [r["layer"] for r in rows] == [1, 2]
+    for l, r in enumerate(rows):
+        G, A = filter_nfm(net.convs[l]), patch_agop(net, X, l)
+        torch.testing.assert_close(r["G"], G)
+        torch.testing.assert_close(r["A"], A)
+        assert r["trained"] == pytest.approx(float(rfm.matrix_correlation(G, A, "cosine")), rel=1e-12)
+        G0, A0 = filter_nfm(init.convs[l]), patch_agop(init, X, l)
+        assert r["init"] == pytest.approx(float(rfm.matrix_correlation(G0, A0, "cosine")), rel=1e-12)
+    # the spectrum-matched control: the trained spectrum in the directions of one Haar draw per layer, in order
+    g = torch.Generator().manual_seed(5)
+    for r in rows:
+        S = spectrum_matched(r["G"], g)
+        torch.testing.assert_close(torch.linalg.eigvalsh(S), torch.linalg.eigvalsh(r["G"]), rtol=1e-9, atol=1e-12)
+        assert r["spectrum-matched"] == pytest.approx(float(rfm.matrix_correlation(S, r["A"], "cosine")), rel=1e-9)
+    only = cnfa_table(net, X, layers=[-1], generator=5)
+    assert [r["layer"] for r in only] == [2] and "init" not in only[0]
+    assert only[0]["trained"] == pytest.approx(rows[1]["trained"], rel=1e-12)
+    with pytest.raises(ValueError, match="Conv2d layers"):
+        cnfa_table(net, X, initial=_net(channels=(3,), seed=3))
+    with pytest.raises(ValueError, match="layers"):
+        cnfa_table(net, X, layers=[2])
