@@ -17,7 +17,9 @@ a Laplace kernel fitted on ``f_s(x)``). The source may be any fitted rfm model -
 :class:`rfm.RFMRegressor` (its ``predict``), an :class:`rfm.RFMClassifier` (its raw least-squares outputs, the
 one-hot codes it was fitted to), another transferred model -- or any callable mapping an (n, d) tensor to outputs.
 
-:func:`fit_scaling_law` fits err = a n^b on log-log axes (the empirical scaling law in the number of target samples).
+:func:`transfer_curves` measures the paper's comparison (target-only baseline, the source alone, translation,
+projection) against the number of target samples; :func:`fit_scaling_law` fits err = a n^b on log-log axes (the
+empirical scaling law in the number of target samples).
 """
 from __future__ import annotations
 
@@ -33,7 +35,7 @@ from .core.kernels import get_kernel, kernel_matrix
 from .core.machine import KernelMachine
 from .core.solvers import solve_krr
 
-__all__ = ["ProjectedKernel", "TranslatedKernel", "ScalingLaw", "fit_scaling_law", "source_outputs"]
+__all__ = ["ProjectedKernel", "TranslatedKernel", "ScalingLaw", "fit_scaling_law", "source_outputs", "transfer_curves"]
 
 
 def source_outputs(source, X) -> torch.Tensor:
@@ -242,3 +244,58 @@ def fit_scaling_law(n, err) -> ScalingLaw:
     tot = ((y - y.mean()) ** 2).sum()
     r2 = 1.0 - (resid ** 2).sum() / tot if tot > 0 else 1.0
     return ScalingLaw(float(np.exp(intercept)), float(slope), float(r2))
+
+
+METHODS = ("baseline", "direct", "translated", "projected")
+
+
+def transfer_curves(source, X_pool, y_pool, X_test, y_test, n_targets, *, draws: int = 5, kernel="laplace",
+                    bandwidth=10.0, reg=1e-3, projection_kernel="laplace", projection_bandwidth=10.0,
+                    n_classes=None, generator=0) -> dict:
+    """Test accuracy against the number of target samples for the four predictors of the paper's comparisons.
+
+    For each n_t in ``n_targets`` and each of ``draws`` random subsets of n_t rows of the target pool
+    (``X_pool``, ``y_pool``; integer labels, fitted as one-hot least-squares targets):
+
+    * ``baseline``   -- kernel ridge regression on the n_t target samples alone (``kernel``, ``bandwidth``, ``reg``);
+    * ``direct``     -- the source predictor applied to the target test set (no target data);
+    * ``translated`` -- :class:`TranslatedKernel` (the same kernel as the baseline for the correction);
+    * ``projected``  -- :class:`ProjectedKernel` (``projection_kernel`` on the source outputs).
+
+    Returns a dict of float64 arrays of shape (len(n_targets), draws), one per method (``direct`` is constant),
+    plus ``n_targets``. An n_t of 0 gives the baseline chance-level zero predictions and projection NaN."""
+    from .estimators import RFMRegressor  # noqa: PLC0415
+    from .nets.classifier import label_codes  # noqa: PLC0415
+    from .utils import make_generator  # noqa: PLC0415
+
+    X_pool = check_matrix(X_pool, "X_pool", dtype=torch.float64)
+    X_test = check_matrix(X_test, "X_test", dtype=torch.float64, device=X_pool.device)
+    y_pool = torch.as_tensor(np.asarray(y_pool)).long().reshape(-1)
+    y_test = torch.as_tensor(np.asarray(y_test)).long().reshape(-1)
+    if len(y_pool) != len(X_pool) or len(y_test) != len(X_test):
+        raise ValueError("y_pool and y_test must have one label per row of X_pool and X_test")
+    c = int(max(y_pool.max(), y_test.max())) + 1 if n_classes is None else int(n_classes)
+    Y_pool = torch.nn.functional.one_hot(y_pool, c).to(torch.float64).to(X_pool.device)
+    ns = [int(check_number("n_targets entry", n, low=0, high=len(X_pool), integer=True)) for n in n_targets]
+    check_number("draws", draws, low=1, integer=True)
+    g = make_generator(generator)
+    acc = lambda out: float((out.argmax(1).cpu() == y_test).double().mean())  # noqa: E731
+    res = {m: np.full((len(ns), draws), np.nan) for m in METHODS}
+    direct = acc(source_outputs(source, X_test))
+    base_kernel = get_kernel(kernel) if bandwidth is None else get_kernel(kernel, bandwidth=float(bandwidth))
+    for i, n in enumerate(ns):
+        for j in range(draws):
+            idx = torch.randperm(len(X_pool), generator=g)[:n].to(X_pool.device)
+            X, Y = X_pool[idx], Y_pool[idx]
+            res["direct"][i, j] = direct
+            res["translated"][i, j] = acc(TranslatedKernel(source, base_kernel, None, reg).fit(X, Y).predict(X_test))
+            if n == 0:
+                res["baseline"][i, j] = acc(torch.zeros(len(X_test), c))
+                continue
+            base = RFMRegressor(kernel=base_kernel, bandwidth=None, reg=reg, iters=0, dtype="float64",
+                                device=X_pool.device).fit(X, Y)
+            res["baseline"][i, j] = acc(base.predict(X_test))
+            res["projected"][i, j] = acc(ProjectedKernel(source, projection_kernel, projection_bandwidth, reg)
+                                         .fit(X, Y).predict(X_test))
+    res["n_targets"] = np.asarray(ns)
+    return res

@@ -153,3 +153,19 @@ def test_corruptions_known_answers():
         I.impulse_noise(X, 1.5)
     with pytest.raises(ValueError, match="shape"):
         I.blur_images(X, 1.0, (5, 5))
+
+
+def test_transfer_curves_shapes_and_no_data_translation():
+    from rfm.transfer import transfer_curves
+    g = torch.Generator().manual_seed(0)
+    centres = torch.randn(3, 6, generator=g, dtype=torch.float64) * 3
+    lab = torch.arange(120) % 3
+    X = centres[lab] + torch.randn(120, 6, generator=g, dtype=torch.float64)
+    src = rfm.RFMClassifier(iters=0, dtype="float64").fit(X[:60], lab[:60])
+    r = transfer_curves(src, X[60:100], lab[60:100], X[100:], lab[100:], [0, 5, 20], draws=3, generator=1)
+    assert r["baseline"].shape == (3, 3) and list(r["n_targets"]) == [0, 5, 20]
+    np.testing.assert_array_equal(r["translated"][0], r["direct"][0])      # no target data: the source itself
+    assert np.isnan(r["projected"][0]).all() and np.isfinite(r["projected"][1:]).all()
+    again = transfer_curves(src, X[60:100], lab[60:100], X[100:], lab[100:], [0, 5, 20], draws=3, generator=1)
+    for m in ("baseline", "translated", "projected"):
+        np.testing.assert_array_equal(r[m], again[m])                       # seeded draws

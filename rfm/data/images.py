@@ -480,8 +480,8 @@ def corrupt(X, kind: str, severity: float, *, shape=(28, 28), generator=0) -> to
     ==========  =====================================================================
     noise       standard deviation of :func:`gaussian_noise`
     impulse     fraction of pixels set to 0 or 1 (:func:`impulse_noise`)
-    shift       pixels moved down and right (:func:`shift_images`, an integer)
-    contrast    factor of :func:`adjust_contrast` (with offset 0.05)
+    shift       pixels moved to the right (:func:`shift_images`, an integer)
+    contrast    factor f of :func:`adjust_contrast`, towards grey: f x + (1 - f) / 2
     blur        sigma of :func:`blur_images`
     rotation    angle in degrees (:func:`rotate_images`)
     ==========  =====================================================================
@@ -495,10 +495,10 @@ def corrupt(X, kind: str, severity: float, *, shape=(28, 28), generator=0) -> to
         return impulse_noise(X, severity, generator=generator)
     if kind == "shift":
         s = check_number("severity", _real("severity", severity), integer=True)
-        return shift_images(X, (int(s), int(s)), shape)
+        return shift_images(X, (0, int(s)), shape)
     if kind == "contrast":
         f = float(_real("severity", severity))
-        return adjust_contrast(X, f, 0.05)
+        return adjust_contrast(X, f, (1 - f) / 2)
     if kind == "blur":
         return blur_images(X, severity, shape)
     return rotate_images(X, severity, shape)
