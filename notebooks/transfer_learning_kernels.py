@@ -233,9 +233,9 @@ plt.show()
 # Transfer does not always beat the source model itself. A correction fitted to a handful of residuals with a small
 # ridge can *lower* the accuracy below the source's where the corruption leaves the source accurate: translated
 # minus direct, at its worst over $n_t$, for the corruptions where it is negative: {glue:text}`direct_losers`
-# (Laplace). The paper's Fig. 3b caption, which we read, says the transferred kernel outperforms both the source and
-# the baseline from about 200 target examples on CIFAR-10-C; on these small digit tasks that holds only for some
-# corruptions (the table above has the numbers per corruption).
+# (Laplace). The caption of the paper's Fig. 3b, which we read, says that on CIFAR-10-C the transferred kernel can
+# outperform both the source and the baseline with as few as 200 target examples; on these small digit tasks that
+# holds only for some corruptions (the table above has the numbers per corruption).
 
 # %% [markdown]
 # ## Scaling laws in the number of target samples
@@ -348,10 +348,10 @@ full = rfm.book.glue_full_run("transfer_learning_kernels", {
 #
 # * **Reproduced, at small scale.** Projection and translation, as the authors' code defines them, carry a kernel
 #   trained on clean digits to corrupted digits: with few target samples both beat the same kernel trained on the
-#   target alone (translation by {glue:text}`tr_gain_laplace` at $n_t = 20$ averaged over five corruptions, for the
-#   Laplace kernel and for the ReLU NTK), translation never falls far below that baseline, and the advantage shrinks
-#   as the target data grow, as in the paper's Fig. 3b caption. The error of every method falls roughly as a power of
-#   $n_t$ ({numref}`fig-transfer-learning-kernels-scaling`).
+#   target alone (translation by {glue:text}`tr_gain_laplace` with the Laplace kernel and {glue:text}`tr_gain_ntk`
+#   with the ReLU NTK, at $n_t = 20$ averaged over five corruptions), translation never falls far below that
+#   baseline, and the advantage shrinks as the target data grow. The error of every method falls roughly as a power
+#   of $n_t$ ({numref}`fig-transfer-learning-kernels-scaling`).
 # * **Qualified.** The digits, corruptions, severities, ridge ($10^{-3}$, where the authors interpolate) and sizes
 #   are ours. Translation does not always beat the source model applied as it is: where the corruption barely hurts
 #   the source, a correction fitted to a few residuals lowers its accuracy ({glue:text}`direct_losers`). The power
