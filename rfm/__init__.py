@@ -12,6 +12,8 @@ The package behind the executable replication book. Its folders are its architec
 * :mod:`rfm.icl` -- in-context learning on synthetic prompts: task pools, the attention feature map psi, SGPT,
   MLPs on the prompt and online training
 * :mod:`rfm.linear` -- linear RFM (lin-RFM) and IRLS: sparse regression and low-rank matrix completion
+* :mod:`rfm.transfer` -- transfer learning with kernels: projection and translation of a fitted source model,
+  the comparison against the number of target samples, power-law fits
 * :mod:`rfm.metrics` -- matrix correlations, subspace overlaps, prediction metrics
 * :mod:`rfm.nets` -- networks and their training dynamics: :class:`rfm.nets.MLP` and its training loop, neural
   feature matrices and the NFA (``rfm.nets``), the pre-activation tangent kernel and feature correlations
@@ -39,6 +41,7 @@ from .utils import get_device, make_generator, psd_power, seed_everything, to_nu
 from . import core, data, estimators, linear, metrics, nets, utils  # noqa: E402
 from . import conv  # noqa: E402
 from . import icl  # noqa: E402
+from . import transfer  # noqa: E402
 
 __version__ = "0.1.0"
 
@@ -49,5 +52,5 @@ __all__ = [
     "get_kernel", "get_solver", "jacobians", "kernel_agop", "kernel_gradients", "kernel_matrix", "make_generator",
     "matrix_correlation", "mse", "psd_power", "r2_score", "seed_everything", "solve_krr", "subspace_overlap",
     "to_numpy", "top_eigenspace_overlap", "top_eigenvectors",
-    "conv", "core", "data", "estimators", "icl", "linear", "metrics", "nets", "utils",
+    "conv", "core", "data", "estimators", "icl", "linear", "metrics", "nets", "transfer", "utils",
 ]

@@ -319,6 +319,49 @@ def load_cifar10(root, *, n_train=None, n_test=None, classes=None, download=True
     return Split(*parts)
 
 
+CIFAR10_C_CORRUPTIONS = ("brightness", "contrast", "defocus_blur", "elastic_transform", "fog", "frost",
+                          "gaussian_blur", "gaussian_noise", "glass_blur", "impulse_noise", "jpeg_compression",
+                          "motion_blur", "pixelate", "saturate", "shot_noise", "snow", "spatter", "speckle_noise",
+                          "zoom_blur")
+
+
+def load_cifar10_c(root, corruption, *, severity: int = 5, n_train=None, n_test=1000, generator=0, scale=True,
+                   unit_norm=False, dtype="float32") -> Split:
+    """One corruption of CIFAR-10-C (Hendrycks & Dietterich) from a folder the user downloaded: ``root`` holds
+    ``<corruption>.npy`` (uint8, (50000, 32, 32, 3): the 10,000 CIFAR-10 test images at severities 1 to 5, in that
+    order) and ``labels.npy``, the layout of the public release that the transfer paper's code reads. No download.
+
+    The 10,000 images of ``severity`` are split at random by ``generator`` into ``n_test`` test images (default
+    1,000, as in that code) and ``n_train`` training images (default: the rest). X is flattened channel-first, as
+    :func:`load_cifar10`."""
+    import os
+
+    if not isinstance(corruption, str) or not corruption:
+        raise ValueError(f"corruption must be the name of a file <corruption>.npy in root, e.g. 'fog'; got "
+                         f"{corruption!r}")
+    check_number("severity", severity, low=1, high=5, integer=True)
+    _check_size("n_test", n_test)
+    _check_size("n_train", n_train)
+    path, lpath = os.path.join(str(root), f"{corruption}.npy"), os.path.join(str(root), "labels.npy")
+    for f in (path, lpath):
+        if not os.path.exists(f):
+            raise FileNotFoundError(f"{f} not found: root must be a CIFAR-10-C folder (<corruption>.npy and "
+                                    f"labels.npy); known corruptions: {', '.join(CIFAR10_C_CORRUPTIONS)}")
+    X, y = np.load(path, mmap_mode="r"), np.load(lpath)
+    if X.ndim != 4 or X.shape[1:] != (32, 32, 3) or len(X) != len(y) or len(X) % 5:
+        raise ValueError(f"{path} must hold (5 k, 32, 32, 3) images with one label each in labels.npy, got "
+                         f"{X.shape} and {y.shape}")
+    k = len(X) // 5
+    sl = slice((int(severity) - 1) * k, int(severity) * k)
+    X, y = np.asarray(X[sl]).transpose(0, 3, 1, 2), np.asarray(y[sl]).astype(np.int64)
+    n_test = k // 10 if n_test is None else int(n_test)
+    if n_test >= k:
+        raise ValueError(f"n_test ({n_test}) must be smaller than the {k} images of one severity")
+    n_train = k - n_test if n_train is None else min(int(n_train), k - n_test)
+    return split_data(X, y, n_train=n_train, n_test=n_test, generator=generator, scale=scale, unit_norm=unit_norm,
+                      dtype=dtype)
+
+
 def load_celeba(root, attribute, *, size=96, n_train=None, n_test=None, download=True, generator=0,
                 unit_norm=True, dtype="float32") -> Split:
     """CelebA for one binary attribute (its index in 0..39, e.g. 15 eyeglasses, 36 lipstick), as in the RFM paper:

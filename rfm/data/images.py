@@ -23,6 +23,10 @@ Regions are given by :func:`region_mask` (a boolean mask over the pixels) and st
 Local signals for convolutional models (:mod:`rfm.conv`): :func:`bars_task` (horizontal against vertical bars on
 noise), :func:`star_task` (the ConvRFM star on noise) and :func:`noisy_frame` (an image at a random place in a
 larger noisy frame).
+
+Corruptions that make a *target* task from a source distribution (transfer learning, :mod:`rfm.transfer`):
+:func:`gaussian_noise`, :func:`impulse_noise`, :func:`shift_images`, :func:`adjust_contrast`, :func:`blur_images`
+and :func:`rotate_images`, or any of them by name through :func:`corrupt`.
 """
 from __future__ import annotations
 
@@ -388,6 +392,116 @@ def rotate_images(X, angles, shape=(28, 28)) -> torch.Tensor:
     grid = torch.nn.functional.affine_grid(theta, (n, C, H, W), align_corners=False)
     out = torch.nn.functional.grid_sample(img, grid, mode="bilinear", padding_mode="zeros", align_corners=False)
     return out.reshape(n, C * H * W).to(X.dtype if X.is_floating_point() else out.dtype)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Corruptions: target tasks for transfer learning (CIFAR-10-C-like shifts of an image distribution)
+
+
+def _float_images(X, shape, name="X"):
+    C, H, W = _check_shape(shape)
+    X = _images(X, name)
+    if X.shape[1] != C * H * W:
+        raise ValueError(f"{name} must have shape (n, {C * H * W}) for images of shape {tuple(shape)}, got "
+                         f"{tuple(X.shape)}")
+    return X if X.is_floating_point() else X.to(torch.float32), (C, H, W)
+
+
+def gaussian_noise(X, std: float, *, generator=0) -> torch.Tensor:
+    """X plus independent N(0, std^2) noise on every pixel (drawn on the CPU from ``generator``)."""
+    X = _images(X)
+    X = X if X.is_floating_point() else X.to(torch.float32)
+    check_number("std", _real("std", std), low=0)
+    noise = torch.randn(X.shape, generator=make_generator(generator), dtype=torch.float64)
+    return X + (float(std) * noise).to(dtype=X.dtype, device=X.device)
+
+
+def impulse_noise(X, frac: float, *, low: float = 0.0, high: float = 1.0, generator=0) -> torch.Tensor:
+    """Salt-and-pepper noise: each pixel independently, with probability ``frac``, set to ``low`` or ``high``
+    (each with probability 1/2)."""
+    X = _images(X)
+    X = X if X.is_floating_point() else X.to(torch.float32)
+    check_number("frac", _real("frac", frac), low=0, high=1)
+    g = make_generator(generator)
+    hit = torch.rand(X.shape, generator=g, dtype=torch.float64) < float(frac)
+    salt = torch.rand(X.shape, generator=g, dtype=torch.float64) < 0.5
+    value = torch.where(salt, float(high), float(low)).to(dtype=X.dtype)
+    return torch.where(hit.to(X.device), value.to(X.device), X)
+
+
+def shift_images(X, shift, shape=(28, 28)) -> torch.Tensor:
+    """Each image translated by ``shift = (rows, cols)`` whole pixels (down and right when positive), zeros
+    filling the pixels that enter the frame."""
+    dy, dx = _pair("shift", shift, "(rows, cols), e.g. (1, 1)")
+    X, (C, H, W) = _float_images(X, shape)
+    img = X.reshape(-1, C, H, W)
+    out = torch.zeros_like(img)
+    ys, yd = (slice(0, H - dy), slice(dy, H)) if dy >= 0 else (slice(-dy, H), slice(0, H + dy))
+    xs, xd = (slice(0, W - dx), slice(dx, W)) if dx >= 0 else (slice(-dx, W), slice(0, W + dx))
+    if abs(dy) < H and abs(dx) < W:
+        out[:, :, yd, xd] = img[:, :, ys, xs]
+    return out.reshape(X.shape)
+
+
+def adjust_contrast(X, factor: float, offset: float = 0.0) -> torch.Tensor:
+    """factor * X + offset (a contrast reduction for 0 < factor < 1, lifted by ``offset``)."""
+    X = _images(X)
+    X = X if X.is_floating_point() else X.to(torch.float32)
+    check_number("factor", _real("factor", factor))
+    check_number("offset", _real("offset", offset))
+    return X * float(factor) + float(offset)
+
+
+def blur_images(X, sigma: float, shape=(28, 28)) -> torch.Tensor:
+    """Each image convolved (per channel) with a Gaussian of standard deviation ``sigma`` pixels, truncated at
+    3 sigma and normalised to sum 1; zero padding outside the image. ``sigma = 0`` returns X unchanged."""
+    X, (C, H, W) = _float_images(X, shape)
+    sigma = float(check_number("sigma", _real("sigma", sigma), low=0))
+    if sigma == 0:
+        return X.clone()
+    r = max(1, int(np.ceil(3 * sigma)))
+    t = torch.arange(-r, r + 1, dtype=torch.float64)
+    w = torch.exp(-t ** 2 / (2 * sigma ** 2))
+    w = (w / w.sum()).to(dtype=X.dtype, device=X.device)
+    img = X.reshape(X.shape[0] * C, 1, H, W)
+    img = torch.nn.functional.conv2d(img, w.reshape(1, 1, 1, -1), padding=(0, r))
+    img = torch.nn.functional.conv2d(img, w.reshape(1, 1, -1, 1), padding=(r, 0))
+    return img.reshape(X.shape)
+
+
+CORRUPTIONS = ("noise", "impulse", "shift", "contrast", "blur", "rotation")
+
+
+def corrupt(X, kind: str, severity: float, *, shape=(28, 28), generator=0) -> torch.Tensor:
+    """One corruption of the images X, by name, with one severity parameter:
+
+    ==========  =====================================================================
+    kind        severity
+    ==========  =====================================================================
+    noise       standard deviation of :func:`gaussian_noise`
+    impulse     fraction of pixels set to 0 or 1 (:func:`impulse_noise`)
+    shift       pixels moved to the right (:func:`shift_images`, an integer)
+    contrast    factor f of :func:`adjust_contrast`, towards grey: f x + (1 - f) / 2
+    blur        sigma of :func:`blur_images`
+    rotation    angle in degrees (:func:`rotate_images`)
+    ==========  =====================================================================
+
+    Random corruptions (noise, impulse) draw from ``generator``; the same seed gives the same images, and every
+    corruption keeps X's shape."""
+    check_choice("kind", kind, CORRUPTIONS)
+    if kind == "noise":
+        return gaussian_noise(X, severity, generator=generator)
+    if kind == "impulse":
+        return impulse_noise(X, severity, generator=generator)
+    if kind == "shift":
+        s = check_number("severity", _real("severity", severity), integer=True)
+        return shift_images(X, (0, int(s)), shape)
+    if kind == "contrast":
+        f = float(_real("severity", severity))
+        return adjust_contrast(X, f, (1 - f) / 2)
+    if kind == "blur":
+        return blur_images(X, severity, shape)
+    return rotate_images(X, severity, shape)
 
 
 # ----------------------------------------------------------------------------------------------------------------
