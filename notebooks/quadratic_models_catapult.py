@@ -161,8 +161,7 @@ for c in P.cs:
 # $c = 1.5$ the linear model diverges, as its algebra says it must, while the NQM and the network both *catapult*:
 # the loss rises to {glue:text}`peak_quad` (NQM) and {glue:text}`peak_net` (network) times its initial value
 # within a few steps, then falls to {glue:text}`final_quad` and {glue:text}`final_net` after {glue:text}`steps`
-# steps, below the sub-critical run's {glue:text}`final_net_05` (network at $c$ = 0.5), which is still
-# converging. At $c = 2.2$ all three diverge.
+# steps (the network at $c$ = 0.5 ends at {glue:text}`final_net_05`). At $c = 2.2$ all three diverge here.
 
 # %%
 c_lo, c_mid, c_hi = 0.5, 1.5, 2.2
@@ -320,7 +319,7 @@ for kind, short in (("network", "net"), ("quadratic", "quad")):
     edges_cal = [v for v in (cal or {}).get("measured", {}).get(f"edge_{short}", []) if v is not None]
     rfm.book.glue(f"cal_edge_{short}", f"{min(edges_cal)} to {max(edges_cal)}" if edges_cal else "n/a")
 
-# %% mystnb={"figure": {"caption": "Final test loss against c for the runs that converged (a diverged run has no point). Below c = 1 the three models are nearly identical; above, only the NQM and the network train.", "name": "fig-quadratic-models-catapult-test"}}
+# %% mystnb={"figure": {"caption": "Final test loss against c for the runs that converged (a diverged run has no point). Below c = 1 the three models are close; above, only the NQM and the network train.", "name": "fig-quadratic-models-catapult-test"}}
 fig, ax = plt.subplots(figsize=(6, 3.2))
 for kind in ("linear", "quadratic", "network"):
     ax.plot(P.cs, [tests[kind, c] for c in P.cs], "o-", color=colors[kind], label=labels[kind], ms=4,
