@@ -527,7 +527,8 @@ full = rfm.book.glue_full_run("quadratic_models_catapult", {
 #   test loss during training; we did not run those.
 # * **The full profile** ({glue:text}`full_where`, one seed): the same sweep at $m$ = 16,384. The last converging
 #   grid point moved up to {glue:text}`full_edges`, next to the paper's $c = 2$, and the catapult peak at $c = 1.5$
-#   grew to {glue:text}`full_peaks` (at $m$ = 2,048 about ten times less; the paper's Theorem 1 has a peak of order
+#   grew to {glue:text}`full_peaks` (this run, at $m$ = {glue:text}`width`: {glue:text}`peak_quad` times for the
+#   NQM; the paper's Theorem 1 has a peak of order
 #   $m(\eta\lambda_0 - 2)^2/\log m$). The test loss at $c = 1.5$ minus that at $c = 0.5$ was {glue:text}`full_test`
 #   there, again not lower at the larger learning rate. The relative distance between the NQM's and the network's
 #   test predictions after training at $c = 1.5$ was {glue:text}`full_width_gap`: it did **not** shrink steadily
