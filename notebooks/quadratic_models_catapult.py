@@ -517,8 +517,9 @@ full = rfm.book.glue_full_run("quadratic_models_catapult", {
 #   one-dimensional inputs. Here, with ten-dimensional inputs, the last converging grid point was
 #   {glue:text}`edge_quad` for the NQM and {glue:text}`edge_net` for the network at this seed; over the ten
 #   calibration seeds it ranged over {glue:text}`cal_edge_quad` (NQM) and {glue:text}`cal_edge_net` (network). In
-#   the committed calibration every seed diverged at $c = 2$ for both models, so on our task the phase ends a little
-#   below the paper's single-example value $4/\lambda_0$; and the NQM's last converging grid point was never below
+#   the committed calibration every seed diverged at $c = 2$ for both models, so on our task at $m$ = 2,048 the phase
+#   ends a little below the paper's single-example value $4/\lambda_0$ (the full profile's wider network reached it,
+#   below); and the NQM's last converging grid point was never below
 #   the network's. A planning prototype (another draw) had found the NQM's edge between $c$ = 1.5 and 1.9 and the
 #   network's above it: where exactly the two edges lie depends on the draw.
 # * **Not reproduced at this scale.** Better generalisation in the catapult phase: the change in test loss from
