@@ -11,7 +11,8 @@ was read in the paper):
 
 * tasks: :class:`LinearTasks` (y = <w, x> + noise, x ~ N(0, I_d), w ~ N(0, I_d), the convention of Garg et al.) and
   :class:`ReLUTeacherTasks` (y = sum_k a_k relu(<v_k, x>) + noise, a two-layer ReLU teacher); their ``sample``
-  method returns a :class:`Prompts` batch, deterministically for a seed;
+  method returns a :class:`Prompts` batch, deterministically for a seed, and their ``sampler`` method the
+  function :func:`train_online` draws from (one context length, or a length drawn per batch from several);
 * :func:`vectorise`: the flattened prompt [x_1, y_1, ..., x_n, y_n, x_q], the input of an MLP on the prompt;
 * :func:`identity_attention`: one attention layer with key, query and value weights equal to the identity,
   out_i = sum_{j <= i} a_ij z_j with scores <z_i, z_j> normalised by ``"linear"`` (a_ij = <z_i, z_j> / i),
@@ -170,6 +171,30 @@ class _Tasks:
             yall = yall + self.noise * torch.randn(B, n + 1, generator=g, dtype=torch.float64)
         c = lambda t: t.to(self.dtype)  # noqa: E731
         return Prompts(c(Xall[:, :n]), c(yall[:, :n]), c(Xall[:, n]), c(yall[:, n]), index)
+
+
+    def sampler(self, n_context):
+        """A function ``sample(batch_size, generator) -> Prompts`` for :func:`train_online`.
+
+        ``n_context`` an int (every batch has that many context examples) or a sequence of ints (each batch draws
+        its length uniformly from them, from the same generator, so that one sequence model is trained for all
+        of them at once)."""
+        if isinstance(n_context, numbers.Integral):
+            check_number("n_context", n_context, low=1, integer=True)
+            n = int(n_context)
+            return lambda b, g: self.sample(b, n, g)
+        try:
+            lengths = [int(check_number("n_context", v, low=1, integer=True)) for v in n_context]
+        except TypeError:
+            raise TypeError(f"n_context must be an int or a sequence of ints, got {n_context!r}") from None
+        if not lengths:
+            raise ValueError("n_context is an empty sequence; give at least one context length")
+
+        def sample(b, g):
+            g = _check_generator(g)
+            n = lengths[int(torch.randint(len(lengths), (1,), generator=g))]
+            return self.sample(b, n, g)
+        return sample
 
 
 class LinearTasks(_Tasks):

@@ -250,3 +250,23 @@ def test_bad_inputs_raise_clear_errors():
         icl.SGPT(2, learned_kqv=1)
     with pytest.raises(ValueError, match="Z must be"):
         icl.identity_attention(torch.zeros(3, 4))
+
+
+def test_sampler_one_length_and_mixed_lengths():
+    """sampler(n) draws what sample(b, n, g) draws; sampler([...]) draws every listed length, repeatably."""
+    tasks = icl.LinearTasks(3, n_tasks=5, noise=0.1, generator=4)
+    a = tasks.sampler(6)(8, torch.Generator().manual_seed(1))
+    b = tasks.sample(8, 6, torch.Generator().manual_seed(1))
+    assert torch.equal(a.X, b.X) and torch.equal(a.y_query, b.y_query)
+    mixed = tasks.sampler([2, 5, 9])
+    g = torch.Generator().manual_seed(0)
+    lengths = [mixed(4, g).n_context for _ in range(60)]
+    assert set(lengths) == {2, 5, 9}
+    g = torch.Generator().manual_seed(0)
+    assert lengths == [mixed(4, g).n_context for _ in range(60)]
+    with pytest.raises(ValueError, match="empty"):
+        tasks.sampler([])
+    with pytest.raises(TypeError, match="n_context"):
+        tasks.sampler("five")
+    with pytest.raises(ValueError, match="n_context"):
+        tasks.sampler([3, 0])
