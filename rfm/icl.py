@@ -502,14 +502,15 @@ def evaluate(model, prompts: Prompts) -> float:
 
 
 def train_online(model: nn.Module, sample, *, steps: int, batch_size: int = 64, lr: float = 1e-3,
-                 optimizer: str = "adam", generator=0, threads: int | None = 1, eval_prompts: Prompts | None = None,
-                 eval_every: int | None = None) -> list[dict]:
+                 optimizer: str = "adam", schedule: str = "constant", generator=0, threads: int | None = 1,
+                 eval_prompts: Prompts | None = None, eval_every: int | None = None) -> list[dict]:
     """Train ``model`` (prompts -> (B,) predictions) in place on fresh prompts at every step; return its history.
 
     ``sample(batch_size, generator)`` draws a :class:`Prompts` batch, e.g.
     ``lambda b, g: tasks.sample(b, n, g)``, from the one generator seeded by ``generator`` (so a seed fixes the
     whole stream of prompts). The loss is the mean squared error at the query; ``optimizer`` "adam" or "sgd" with
-    learning rate ``lr``. Every ``eval_every`` steps (and at the last) a record {"step", "train_loss" (mean over
+    learning rate ``lr``, kept constant (``schedule="constant"``) or decayed to 0 along a half cosine
+    (``"cosine"``: lr (1 + cos(pi t / steps)) / 2 at step t + 1, which lowers the noise of the last iterate). Every ``eval_every`` steps (and at the last) a record {"step", "train_loss" (mean over
     the steps since the last record), "eval_mse" (on ``eval_prompts``, if given)} is stored. ``threads`` torch CPU
     threads during training (1 by default: small models are fastest on one thread). A non-finite loss raises
     ``FloatingPointError``."""
@@ -524,6 +525,9 @@ def train_online(model: nn.Module, sample, *, steps: int, batch_size: int = 64, 
     if not isinstance(optimizer, str):
         raise TypeError(f"optimizer must be 'adam' or 'sgd', got {optimizer!r}")
     check_choice("optimizer", optimizer, ("adam", "sgd"))
+    if not isinstance(schedule, str):
+        raise TypeError(f"schedule must be 'constant' or 'cosine', got {schedule!r}")
+    check_choice("schedule", schedule, ("constant", "cosine"))
     if eval_prompts is not None:
         _check_prompts(eval_prompts, "eval_prompts")
     eval_every = int(steps) if eval_every is None else int(check_number("eval_every", eval_every, low=1,
@@ -531,12 +535,17 @@ def train_online(model: nn.Module, sample, *, steps: int, batch_size: int = 64, 
     g = make_generator(generator) if not isinstance(generator, torch.Generator) else generator
     param = next(model.parameters())
     opt = (torch.optim.Adam if optimizer == "adam" else torch.optim.SGD)(model.parameters(), lr=lr)
+    total_steps = int(steps)
+    factor = ((lambda t: 0.5 * (1.0 + math.cos(math.pi * t / total_steps))) if schedule == "cosine"
+              else (lambda t: 1.0))
     history, total, count = [], 0.0, 0
     model.train()
     with num_threads(threads), torch.enable_grad():
         for step in range(1, int(steps) + 1):
             p = sample(int(batch_size), g)
             p = _check_prompts(p, "sample(...)").to(param.dtype, param.device)
+            for group in opt.param_groups:
+                group["lr"] = lr * factor(step - 1)
             opt.zero_grad(set_to_none=True)
             out = model(p)
             if step == 1 and out.shape != p.y_query.shape:

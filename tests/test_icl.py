@@ -270,3 +270,39 @@ def test_sampler_one_length_and_mixed_lengths():
         tasks.sampler("five")
     with pytest.raises(ValueError, match="n_context"):
         tasks.sampler([3, 0])
+
+
+def test_cosine_schedule_decays_the_learning_rate_to_zero():
+    """With SGD on a linear model the update of step t is lr_t * grad: the recorded lr_t follow the half cosine."""
+    tasks = icl.LinearTasks(3, noise=0.1)
+
+    class Spy(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.zeros(3))
+
+        def forward(self, p):
+            return p.x_query @ self.w
+
+    steps, lr = 8, 0.05
+    net = Spy()
+    lrs = []
+    orig_step = torch.optim.SGD.step
+
+    def spy_step(self, *a, **k):
+        lrs.append(self.param_groups[0]["lr"])
+        return orig_step(self, *a, **k)
+
+    torch.optim.SGD.step = spy_step
+    try:
+        icl.train_online(net, tasks.sampler(4), steps=steps, lr=lr, optimizer="sgd", schedule="cosine")
+        lrs_cos, lrs[:] = list(lrs), []
+        icl.train_online(Spy(), tasks.sampler(4), steps=steps, lr=lr, optimizer="sgd")
+    finally:
+        torch.optim.SGD.step = orig_step
+    expected = [lr * 0.5 * (1 + math.cos(math.pi * t / steps)) for t in range(steps)]
+    np.testing.assert_allclose(lrs_cos, expected, rtol=1e-12)
+    assert lrs_cos[0] == lr and lrs_cos[-1] < 0.04 * lr
+    assert lrs == [lr] * steps
+    with pytest.raises(ValueError, match="schedule"):
+        icl.train_online(Spy(), tasks.sampler(4), steps=2, schedule="linear")
