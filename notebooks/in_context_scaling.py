@@ -230,6 +230,9 @@ for key, name in [("psi", "ψ alone"), ("mlp_psi", "MLP(ψ)"), ("vec", "MLP(vec)
     rfm.book.glue(f"ctx_{key}_n1", float(ctx.loc[n1, name]), "{:.3f}")
 rfm.book.glue("zero_n0", float(ctx.loc[n0, "zero predictor"]), "{:.2f}")
 vec_vs_zero = float(ctx.loc[n0, "MLP(vec)"] / ctx.loc[n0, "zero predictor"])
+both_context = float((ctx["MLP([ψ, vec])"] / np.minimum(ctx["MLP(ψ)"], ctx["MLP(vec)"])).max())
+rfm.book.glue("both_context", both_context, "{:.2f}")
+rfm.book.glue("tf_over_bayes_n1", float(ctx.loc[n1, "transformer"] / ctx.loc[n1, "ridge (Bayes)"]), "{:.1f}")
 rfm.book.glue("vec_vs_zero", vec_vs_zero, "{:.2f}")
 
 # %% mystnb={"figure": {"caption": "Context-scaling at T infinite: test error on fresh tasks against the number of in-context examples n, for the feature map \u03c8 on its own, the three MLPs, one SGPT block and the small transformer, with the Bayes-optimal ridge predictor (black) and the zero predictor (grey, dotted). An error that falls with n is context-scaling; MLP(vec) rises towards the zero predictor instead.", "name": "fig-in_context_scaling-context"}}
@@ -255,14 +258,15 @@ plt.show()
 # by {glue:text}`ctx_ratio_sgpt` and the transformer's by {glue:text}`ctx_ratio_tf`: they context-scale. MLP(vec)'s
 # error is multiplied by {glue:text}`ctx_ratio_vec`: it gets *worse* with more examples. This is not an untrained
 # network: at $n =$ {glue:text}`n0` its error, {glue:text}`ctx_vec_n0`, is {glue:text}`vec_vs_zero` of the zero
-# predictor's ({glue:text}`zero_n0`) and below MLP(ψ)'s ({glue:text}`ctx_mlp_psi_n0`); it is the longer input,
-# whose extra coordinates it must learn to combine with the query, that it fails to use at this budget. MLP([ψ, vec])
-# follows the better of its two parents at each $n$ ({glue:text}`ctx_both_n0` at $n =$ {glue:text}`n0`,
-# {glue:text}`ctx_both_n1` at $n =$ {glue:text}`n1`).
+# predictor's ({glue:text}`zero_n0`) and comparable to MLP(ψ)'s ({glue:text}`ctx_mlp_psi_n0`); it is the longer
+# input, whose extra coordinates it must learn to combine with the query, that it fails to use at this budget: at
+# $n =$ {glue:text}`n1` it is back near the zero predictor. MLP([ψ, vec]) follows the better of its two parents: at
+# every $n$ its error is at most {glue:text}`both_context` times the better one's ({glue:text}`ctx_both_n0` at
+# $n =$ {glue:text}`n0`, {glue:text}`ctx_both_n1` at $n =$ {glue:text}`n1`).
 #
-# Nothing here reaches the Bayes line (ridge: {glue:text}`ctx_bayes_n0` and {glue:text}`ctx_bayes_n1`) except
-# approximately the transformer: $\psi$ is one gradient step, not the least squares solution, and its error has a
-# floor of order $d^2/n$.
+# Nothing here reaches the Bayes line (ridge: {glue:text}`ctx_bayes_n0` and {glue:text}`ctx_bayes_n1`); the
+# transformer comes closest ({glue:text}`tf_over_bayes_n1` times ridge's error at $n =$ {glue:text}`n1`). $\psi$ is
+# one gradient step from zero, not the least squares solution: its risk falls only like $d(d+1)/n$ plus noise terms.
 
 # %% [markdown]
 # ## Task-scaling: the error against $T$ at fixed $n$
@@ -358,8 +362,8 @@ rfm.book.glue("n_grid_text", ", ".join(str(n) for n in n_grid), "{}")
 # The paper's third claim, that SGPT performs in-context learning comparably to GPT-2, is **not reproduced** by our
 # reconstruction: at $n =$ {glue:text}`n_grid_text` the one-block SGPT's error is {glue:text}`sgpt_vs_tf` times the
 # small transformer's (same prompts, same number of steps). One block of SGPT is, by design, $\psi$ plus an MLP, and
-# it performs like MLP(ψ) (first table); the transformer, with learned key, query and value weights and only two
-# blocks, comes close to the Bayes line. Prototypes with two $\ell_1$ SGPT blocks and a learned read-in of width 16
+# in this run it is no better than MLP(ψ) (first table); the transformer, with learned key, query and value weights
+# and only two blocks, is the model closest to the Bayes line. Prototypes with two $\ell_1$ SGPT blocks and a learned read-in of width 16
 # did not close the gap, and two linear-attention blocks diverged. The paper's SGPT is as deep as GPT-2 (according
 # to the reviews) and trained far longer; we could not read its exact block, and a deep SGPT does not train in this
 # chapter's two minutes. The claim stays open here.
@@ -368,7 +372,7 @@ rfm.book.glue("n_grid_text", ", ".join(str(n) for n in n_grid), "{}")
 # ## Checks
 #
 # Each claim is compared with a control from the same run that it says must lose; the rules sit beyond the worst
-# of seeds 0–9 (the table below shows the calibration) with the margins stated at the end of this section.
+# of seeds 0–9 (the table below shows the calibration), with the margins stated at the end of this section.
 #
 # * `vec_not_context`: MLP(vec)'s ratio MSE($n_\max$)/MSE($n_\min$) minus MLP(ψ)'s (claims 2 and 4: ψ
 #   context-scales, vec does not).
@@ -391,17 +395,26 @@ rfm.book.glue("n_grid_text", ", ".join(str(n) for n in n_grid), "{}")
 # The rules are calibrated for linear tasks at the smoke settings ($d = 2$, $n$ from 4 to 32, $T_\min = 4$, 3,000
 # steps). `vec_learned` and the two task-scaling checks need MLP(vec) to learn at $n_\min$; they fail where it does
 # not (larger $d$, longer $n_\min$, fewer steps), which is a statement about the budget, see the prose above.
+#
+# Rules, worst of seeds 0–9 and margin: `vec_not_context` $\geq 1.5$ (worst 2.21, margin 0.71); `vec_learned`
+# $\leq 0.5$ (worst 0.355, margin 0.145); `tf_context` $\leq 0.45$ (worst 0.265, margin 0.185); `both_context`
+# $\leq 1.3$ (worst 1.122, margin 0.178); `vec_task_gain` $\geq 1.2$ (worst 1.314, margin 0.114);
+# `vec_minus_psi_task_gain` $\geq 0.2$ (worst 0.301, margin 0.101); `both_beyond_psi` $\leq 0.95$ (worst 0.869,
+# margin 0.081); `tf_task_gain` $\geq 1.1$ (worst 1.222, margin 0.122). The worst task gains all come from seed 0,
+# whose pool of 4 tasks happens to cover the plane well; the median gains are about 2.4 (MLP(vec)) and 2.9 (the
+# transformer). Four rules were set after the calibration from its values (`vec_not_context` from 1, `vec_learned`
+# from 0.6 and `tf_context` from 0.6 made stricter; `tf_task_gain` lowered from 1.2, where seed 0's 1.222 left a
+# margin of 0.02); the check values did not change.
 
 # %%
 rfm.book.glue("n_test", P.n_test, "{:,}")
 ctx_trained = ctx[["MLP(ψ)", "MLP(vec)", "MLP([ψ, vec])", "SGPT", "transformer"]]
-both_context = float((ctx["MLP([ψ, vec])"] / np.minimum(ctx["MLP(ψ)"], ctx["MLP(vec)"])).max())
 checks = rfm.book.Checks("in_context_scaling", P, seed=seed, device=dev, output_dir=output_dir)
-checks.claim("vec_not_context", float(ratio["MLP(vec)"] - ratio["MLP(ψ)"]), at_least=1.0,
+checks.claim("vec_not_context", float(ratio["MLP(vec)"] - ratio["MLP(ψ)"]), at_least=1.5,
              what="MSE(n_max)/MSE(n_min) of MLP(vec) minus that of MLP(psi), T infinite")
-checks.claim("vec_learned", vec_vs_zero, at_most=0.6,
+checks.claim("vec_learned", vec_vs_zero, at_most=0.5,
              what="MLP(vec) MSE at n_min, T infinite, over the zero predictor's")
-checks.claim("tf_context", float(ratio["transformer"]), at_most=0.6,
+checks.claim("tf_context", float(ratio["transformer"]), at_most=0.45,
              what="the transformer's MSE(n_max)/MSE(n_min), T infinite")
 checks.claim("both_context", both_context, at_most=1.3,
              what="MLP([psi, vec]) MSE over the better of MLP(psi) and MLP(vec), worst n, T infinite")
@@ -411,7 +424,7 @@ checks.claim("vec_minus_psi_task_gain", float(gain["MLP(vec)"] - gain["MLP(ψ)"]
              what="task gain of MLP(vec) minus that of MLP(psi) at n_min")
 checks.claim("both_beyond_psi", both_vs_psi, at_most=0.95,
              what="MLP([psi, vec]) MSE over MLP(psi)'s at n_min, T infinite")
-checks.claim("tf_task_gain", float(gain["transformer"]), at_least=1.2,
+checks.claim("tf_task_gain", float(gain["transformer"]), at_least=1.1,
              what="the transformer's MSE(T_min)/MSE(T infinite) at n_min")
 if P.task == "linear":
     z = []  # psi alone on 20,000 further prompts per n: (Monte Carlo risk - closed form) / standard error
