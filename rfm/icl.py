@@ -11,7 +11,8 @@ was read in the paper):
 
 * tasks: :class:`LinearTasks` (y = <w, x> + noise, x ~ N(0, I_d), w ~ N(0, I_d), the convention of Garg et al.) and
   :class:`ReLUTeacherTasks` (y = sum_k a_k relu(<v_k, x>) + noise, a two-layer ReLU teacher); their ``sample``
-  method returns a :class:`Prompts` batch, deterministically for a seed;
+  method returns a :class:`Prompts` batch, deterministically for a seed, and their ``sampler`` method the
+  function :func:`train_online` draws from (one context length, or a length drawn per batch from several);
 * :func:`vectorise`: the flattened prompt [x_1, y_1, ..., x_n, y_n, x_q], the input of an MLP on the prompt;
 * :func:`identity_attention`: one attention layer with key, query and value weights equal to the identity,
   out_i = sum_{j <= i} a_ij z_j with scores <z_i, z_j> normalised by ``"linear"`` (a_ij = <z_i, z_j> / i),
@@ -170,6 +171,30 @@ class _Tasks:
             yall = yall + self.noise * torch.randn(B, n + 1, generator=g, dtype=torch.float64)
         c = lambda t: t.to(self.dtype)  # noqa: E731
         return Prompts(c(Xall[:, :n]), c(yall[:, :n]), c(Xall[:, n]), c(yall[:, n]), index)
+
+
+    def sampler(self, n_context):
+        """A function ``sample(batch_size, generator) -> Prompts`` for :func:`train_online`.
+
+        ``n_context`` an int (every batch has that many context examples) or a sequence of ints (each batch draws
+        its length uniformly from them, from the same generator, so that one sequence model is trained for all
+        of them at once)."""
+        if isinstance(n_context, numbers.Integral):
+            check_number("n_context", n_context, low=1, integer=True)
+            n = int(n_context)
+            return lambda b, g: self.sample(b, n, g)
+        try:
+            lengths = [int(check_number("n_context", v, low=1, integer=True)) for v in n_context]
+        except TypeError:
+            raise TypeError(f"n_context must be an int or a sequence of ints, got {n_context!r}") from None
+        if not lengths:
+            raise ValueError("n_context is an empty sequence; give at least one context length")
+
+        def sample(b, g):
+            g = _check_generator(g)
+            n = lengths[int(torch.randint(len(lengths), (1,), generator=g))]
+            return self.sample(b, n, g)
+        return sample
 
 
 class LinearTasks(_Tasks):
@@ -477,14 +502,15 @@ def evaluate(model, prompts: Prompts) -> float:
 
 
 def train_online(model: nn.Module, sample, *, steps: int, batch_size: int = 64, lr: float = 1e-3,
-                 optimizer: str = "adam", generator=0, threads: int | None = 1, eval_prompts: Prompts | None = None,
-                 eval_every: int | None = None) -> list[dict]:
+                 optimizer: str = "adam", schedule: str = "constant", generator=0, threads: int | None = 1,
+                 eval_prompts: Prompts | None = None, eval_every: int | None = None) -> list[dict]:
     """Train ``model`` (prompts -> (B,) predictions) in place on fresh prompts at every step; return its history.
 
     ``sample(batch_size, generator)`` draws a :class:`Prompts` batch, e.g.
     ``lambda b, g: tasks.sample(b, n, g)``, from the one generator seeded by ``generator`` (so a seed fixes the
     whole stream of prompts). The loss is the mean squared error at the query; ``optimizer`` "adam" or "sgd" with
-    learning rate ``lr``. Every ``eval_every`` steps (and at the last) a record {"step", "train_loss" (mean over
+    learning rate ``lr``, kept constant (``schedule="constant"``) or decayed to 0 along a half cosine
+    (``"cosine"``: lr (1 + cos(pi t / steps)) / 2 at step t + 1, which lowers the noise of the last iterate). Every ``eval_every`` steps (and at the last) a record {"step", "train_loss" (mean over
     the steps since the last record), "eval_mse" (on ``eval_prompts``, if given)} is stored. ``threads`` torch CPU
     threads during training (1 by default: small models are fastest on one thread). A non-finite loss raises
     ``FloatingPointError``."""
@@ -499,6 +525,9 @@ def train_online(model: nn.Module, sample, *, steps: int, batch_size: int = 64, 
     if not isinstance(optimizer, str):
         raise TypeError(f"optimizer must be 'adam' or 'sgd', got {optimizer!r}")
     check_choice("optimizer", optimizer, ("adam", "sgd"))
+    if not isinstance(schedule, str):
+        raise TypeError(f"schedule must be 'constant' or 'cosine', got {schedule!r}")
+    check_choice("schedule", schedule, ("constant", "cosine"))
     if eval_prompts is not None:
         _check_prompts(eval_prompts, "eval_prompts")
     eval_every = int(steps) if eval_every is None else int(check_number("eval_every", eval_every, low=1,
@@ -506,12 +535,17 @@ def train_online(model: nn.Module, sample, *, steps: int, batch_size: int = 64, 
     g = make_generator(generator) if not isinstance(generator, torch.Generator) else generator
     param = next(model.parameters())
     opt = (torch.optim.Adam if optimizer == "adam" else torch.optim.SGD)(model.parameters(), lr=lr)
+    total_steps = int(steps)
+    factor = ((lambda t: 0.5 * (1.0 + math.cos(math.pi * t / total_steps))) if schedule == "cosine"
+              else (lambda t: 1.0))
     history, total, count = [], 0.0, 0
     model.train()
     with num_threads(threads), torch.enable_grad():
         for step in range(1, int(steps) + 1):
             p = sample(int(batch_size), g)
             p = _check_prompts(p, "sample(...)").to(param.dtype, param.device)
+            for group in opt.param_groups:
+                group["lr"] = lr * factor(step - 1)
             opt.zero_grad(set_to_none=True)
             out = model(p)
             if step == 1 and out.shape != p.y_query.shape:

@@ -250,3 +250,59 @@ def test_bad_inputs_raise_clear_errors():
         icl.SGPT(2, learned_kqv=1)
     with pytest.raises(ValueError, match="Z must be"):
         icl.identity_attention(torch.zeros(3, 4))
+
+
+def test_sampler_one_length_and_mixed_lengths():
+    """sampler(n) draws what sample(b, n, g) draws; sampler([...]) draws every listed length, repeatably."""
+    tasks = icl.LinearTasks(3, n_tasks=5, noise=0.1, generator=4)
+    a = tasks.sampler(6)(8, torch.Generator().manual_seed(1))
+    b = tasks.sample(8, 6, torch.Generator().manual_seed(1))
+    assert torch.equal(a.X, b.X) and torch.equal(a.y_query, b.y_query)
+    mixed = tasks.sampler([2, 5, 9])
+    g = torch.Generator().manual_seed(0)
+    lengths = [mixed(4, g).n_context for _ in range(60)]
+    assert set(lengths) == {2, 5, 9}
+    g = torch.Generator().manual_seed(0)
+    assert lengths == [mixed(4, g).n_context for _ in range(60)]
+    with pytest.raises(ValueError, match="empty"):
+        tasks.sampler([])
+    with pytest.raises(TypeError, match="n_context"):
+        tasks.sampler("five")
+    with pytest.raises(ValueError, match="n_context"):
+        tasks.sampler([3, 0])
+
+
+def test_cosine_schedule_decays_the_learning_rate_to_zero():
+    """With SGD on a linear model the update of step t is lr_t * grad: the recorded lr_t follow the half cosine."""
+    tasks = icl.LinearTasks(3, noise=0.1)
+
+    class Spy(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.zeros(3))
+
+        def forward(self, p):
+            return p.x_query @ self.w
+
+    steps, lr = 8, 0.05
+    net = Spy()
+    lrs = []
+    orig_step = torch.optim.SGD.step
+
+    def spy_step(self, *a, **k):
+        lrs.append(self.param_groups[0]["lr"])
+        return orig_step(self, *a, **k)
+
+    torch.optim.SGD.step = spy_step
+    try:
+        icl.train_online(net, tasks.sampler(4), steps=steps, lr=lr, optimizer="sgd", schedule="cosine")
+        lrs_cos, lrs[:] = list(lrs), []
+        icl.train_online(Spy(), tasks.sampler(4), steps=steps, lr=lr, optimizer="sgd")
+    finally:
+        torch.optim.SGD.step = orig_step
+    expected = [lr * 0.5 * (1 + math.cos(math.pi * t / steps)) for t in range(steps)]
+    np.testing.assert_allclose(lrs_cos, expected, rtol=1e-12)
+    assert lrs_cos[0] == lr and lrs_cos[-1] < 0.04 * lr
+    assert lrs == [lr] * steps
+    with pytest.raises(ValueError, match="schedule"):
+        icl.train_online(Spy(), tasks.sampler(4), steps=2, schedule="linear")
