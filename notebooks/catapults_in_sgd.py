@@ -188,6 +188,7 @@ axes[0].set_ylabel("training loss")
 axes[1].set_xlabel("GD step")
 axes[1].set_ylabel("sharpness lambda(t)")
 axes[1].set_xscale("symlog", linthresh=10)
+axes[1].set_xlim(0, P.gd_steps)
 for ax in axes:
     ax.legend(fontsize=8)
 fig.tight_layout()
@@ -387,6 +388,43 @@ rfm.book.savefig(fig, "catapults_in_sgd_batch", output_dir=output_dir)
 plt.show()
 
 # %% [markdown]
+# Are the SGD spikes catapults of the same kind? We take the largest spike of the batch-{glue:text}`b_min` run at
+# seed {glue:text}`seed` (the step where the full-batch loss rises most above its running minimum: step
+# {glue:text}`sgd_peak_step`, {glue:text}`sgd_peak_ratio` times that minimum), replay the run
+# (`two_layer_sgd(..., max_steps=t)`, same batches) to the peak and to the lowest loss of the ten steps before it
+# (step {glue:text}`sgd_pre_step`), and split the full-batch residual along the eigenvectors of the full-batch
+# tangent kernel there. The share in the top-5 eigendirections is {glue:text}`sgd_share_pre` before the spike and
+# {glue:text}`sgd_share_peak` at its peak (top-1: {glue:text}`sgd_share_pre_k1` and {glue:text}`sgd_share_peak_k1`):
+# like the GD catapult, the SGD spike lives in the top eigendirections.
+
+# %%
+b_min = min(P.batches)
+L_small = np.array(sw[b_min]["loss"])
+run_min = np.minimum.accumulate(L_small)
+jump = L_small[1:] / run_min[:-1]
+sgd_peak = int(np.argmax(jump)) + 1
+window_start = max(0, sgd_peak - 10)
+sgd_pre = window_start + int(np.argmin(L_small[window_start:sgd_peak]))
+sgd_kw = dict(lr=dyn.lr_for_sharpness(P.sgd_c, lam0), batch_size=b_min, epochs=P.epochs[P.batches.index(b_min)],
+              generator=50_000 + seed)
+sgd_share = {}
+for name, t in (("pre", sgd_pre), ("peak", sgd_peak)):
+    q = cat.two_layer_sgd(X, y, U0, v0, max_steps=t, **sgd_kw)
+    K = dyn.two_layer_ntk("network", q["U"], q["v"], q["U"], q["v"], X)
+    res = dyn.two_layer_outputs("network", q["U"], q["v"], q["U"], q["v"], X) - y
+    sgd_share[name] = {k: dyn.residual_in_top_eigenspace(K, res, k) for k in P.top_k}
+print(f"largest SGD spike (batch {b_min}): step {sgd_peak} ({jump[sgd_peak - 1]:.1f} x running minimum); "
+      f"top-k shares before (step {sgd_pre}) {sgd_share['pre']}, at the peak {sgd_share['peak']}")
+rfm.book.glue("b_min", b_min, "{}")
+rfm.book.glue("sgd_peak_step", sgd_peak, "{}")
+rfm.book.glue("sgd_peak_ratio", float(jump[sgd_peak - 1]), "{:.1f}")
+rfm.book.glue("sgd_pre_step", sgd_pre, "{}")
+rfm.book.glue("sgd_share_pre", sgd_share["pre"][k_big], "{:.3f}")
+rfm.book.glue("sgd_share_peak", sgd_share["peak"][k_big], "{:.3f}")
+rfm.book.glue("sgd_share_pre_k1", sgd_share["pre"][min(P.top_k)], "{:.3f}")
+rfm.book.glue("sgd_share_peak_k1", sgd_share["peak"][min(P.top_k)], "{:.3f}");
+
+# %% [markdown]
 # ## Checks
 #
 # Every claim is compared with a control from the same run:
@@ -397,6 +435,8 @@ plt.show()
 #   control) it is 1.5 by construction, and a catapult must bring it below 1.
 # * `spike_top_eigenspace`: the share of the residual in the top-5 eigendirections of the current tangent kernel
 #   at the spike's peak minus the same share at iteration 0 (the control; a random direction has $5/n$).
+# * `sgd_spike_top_eigenspace`: the same for the largest spike of the smallest batch's SGD run, the control being
+#   the lowest loss in the ten steps before the spike.
 # * `catapult_alignment`, `catapult_test`: the AGOP alignment at $c$ = 1.5 minus at $c$ = 0.5, and $\log_{10}$ of
 #   the test loss at $c$ = 0.5 over $c$ = 1.5 (same data, initialisation and number of steps).
 # * `stages_alignment`, `stages_test`: the smallest increase of the alignment, and the smallest $\log_{10}$ decrease
@@ -429,22 +469,23 @@ stage_test_gain = min((log_ratio(ms["test"][s], ms["test"][s + 1]) for s in rang
                       default=float("nan"))
 small_batches = [b for b in P.batches if b < P.n]
 spike_order = min(sw[P.batches[i + 1]]["spikes"] - sw[P.batches[i]]["spikes"] for i in range(len(P.batches) - 1))
-b_min = min(P.batches)
 
 checks = rfm.book.Checks("catapults_in_sgd", P, seed=seed, device=dev, output_dir=output_dir)
 checks.claim("gd_spike", math.log10(peak_ratio(hi)) - math.log10(peak_ratio(lo)), at_least=1.0,
              what="log10(peak/initial loss) at c = 1.5 minus at c = 0.5")
 checks.claim("gd_sharpness_end", hi["sharpness"][-1][1] * eta_hi / 2, at_most=0.6,
              what="c = 1.5: final sharpness / (2/eta); 1.5 at iteration 0")
-checks.claim("spike_top_eigenspace", share_peak[k_big] - shares[k_big][0], at_least=0.6,
+checks.claim("spike_top_eigenspace", share_peak[k_big] - shares[k_big][0], at_least=0.5,
              what=f"share of the residual in the top-{k_big} NTK eigendirections: spike peak minus iteration 0")
+checks.claim("sgd_spike_top_eigenspace", sgd_share["peak"][k_big] - sgd_share["pre"][k_big], at_least=0.3,
+             what=f"largest SGD spike (batch {b_min}): top-{k_big} share at the peak minus before the spike")
 checks.claim("catapult_alignment", hi["alignment"] - lo["alignment"], at_least=0.01,
              what="AGOP alignment after GD at c = 1.5 minus at c = 0.5")
 checks.claim("catapult_test", log_ratio(lo["final_test"], hi["final_test"]), at_least=0.1,
              what="log10(test loss at c = 0.5 / at c = 1.5)")
 checks.claim("stages_alignment", stage_align_gain, at_least=0.005,
              what="multi-stage GD: smallest alignment gain from one stage to the next")
-checks.claim("stages_test", stage_test_gain, at_least=0.1,
+checks.claim("stages_test", stage_test_gain, at_least=0.05,
              what="multi-stage GD: smallest log10 test-loss decrease from one stage to the next")
 checks.claim("stages_vs_gd_alignment", ms_align[-1] - lo["alignment"], at_least=0.01,
              what="alignment after the last stage minus after GD at c = 0.5 (no catapult, more steps)")
@@ -454,15 +495,15 @@ checks.claim("stage_catapults", sum(s == 0 for s in ms_stage_spikes[1:]) + (P.st
              what="stages after the first without a spike (or not reached)")
 checks.claim("sgd_spike_order", spike_order, at_least=1,
              what="smallest increase of the spike count from one batch size to the next smaller one")
-checks.claim("sgd_alignment_smallest", sw[b_min]["alignment"] - sw[P.n]["alignment"], at_least=0.005,
+checks.claim("sgd_alignment_smallest", sw[b_min]["alignment"] - sw[P.n]["alignment"], at_least=0.01,
              what=f"alignment at batch {b_min} minus full batch, seed {seed}")
-checks.claim("sgd_test_smallest", log_ratio(sw[P.n]["test"], sw[b_min]["test"]), at_least=0.05,
+checks.claim("sgd_test_smallest", log_ratio(sw[P.n]["test"], sw[b_min]["test"]), at_least=0.1,
              what=f"log10(full-batch test loss / batch-{b_min} test loss), seed {seed}")
 checks.claim("sgd_alignment_mean", min(mean["alignment"][b] - mean["alignment"][P.n] for b in small_batches),
-             at_least=0.002, what=f"mean over {len(seeds_mean)} seeds: smallest alignment gain of a batch < n "
+             at_least=0.004, what=f"mean over {len(seeds_mean)} seeds: smallest alignment gain of a batch < n "
                                   "over full batch")
 checks.claim("sgd_test_mean", min(log_ratio(mean["test"][P.n], mean["test"][b]) for b in small_batches),
-             at_least=0.01, what=f"mean over {len(seeds_mean)} seeds: smallest log10 test-loss ratio full batch / "
+             at_least=0.02, what=f"mean over {len(seeds_mean)} seeds: smallest log10 test-loss ratio full batch / "
                                  "batch < n")
 checks.sanity("gd_start_above_edge", lam0 * eta_hi / 2, at_least=1.0,
               what="c = 1.5: sharpness at iteration 0 over 2/eta (= c by construction)")
@@ -472,7 +513,9 @@ checks.record(lambda0=lam0, alignment_init=align_init,
               gd_alignment={str(c): r["alignment"] for c, r in gd.items()},
               peak_over_initial_c_high=peak_ratio(hi), final_train_c_high=hi["loss"][-1],
               sharpness_end_c_low_over_lam0=lo["sharpness"][-1][1] / lam0,
-              spike_peak_step=peak, share_peak={str(k): s for k, s in share_peak.items()},
+              spike_peak_step=peak, sgd_spike_step=sgd_peak, sgd_spike_pre_step=sgd_pre,
+              sgd_spike_ratio=float(jump[sgd_peak - 1]),
+              sgd_share={w: {str(k): v for k, v in d.items()} for w, d in sgd_share.items()}, share_peak={str(k): s for k, s in share_peak.items()},
               share_init={str(k): shares[k][0] for k in P.top_k}, loss_outside_top_init=out0,
               loss_outside_top_peak=out_peak,
               stage_test_values=ms["test"], stage_alignment_values=ms_align, stage_spikes=ms_stage_spikes,
@@ -488,8 +531,30 @@ checks.report()
 checks.finish();
 
 # %% [markdown]
-# **Rules and margins** (calibration over seeds 0-9, `scripts/calibrate.py catapults_in_sgd --seeds 10 --jobs 1`,
-# table above): (to be filled in from the calibration).
+# **Rules and margins.** The calibration (`scripts/calibrate.py catapults_in_sgd --seeds 10 --jobs 1`, seeds 0-9,
+# committed in `results/calibration/catapults_in_sgd.json`) gives, for each claim, the worst seed's value and the
+# margin to the rule: {glue:text}`cal_margins`. The rules were set after a first calibration with provisional
+# thresholds (all of which passed at every seed) at about one half to two thirds of the worst seed's value, and the
+# calibration was run again with the final rules. The smallest relative margins are those of `stages_alignment` and
+# `sgd_alignment_mean`, where the effects themselves are small (alignment gains of about 0.01).
+
+# %%
+cal = rfm.book.load_calibration("catapults_in_sgd")
+margins = []
+for name, c in ((cal or {}).get("checks") or {}).items():
+    if c["kind"] != "claim" or not c["values"]:
+        continue
+    vals = np.array(c["values"], dtype=float)
+    if c["at_least"] is not None:
+        i = int(np.argmin(vals))
+        margins.append(f"`{name}` >= {c['at_least']:g}: worst {vals[i]:.4g} (seed {cal['seeds'][i]}), "
+                       f"margin {vals[i] - c['at_least']:.3g}")
+    else:
+        i = int(np.argmax(vals))
+        margins.append(f"`{name}` <= {c['at_most']:g}: worst {vals[i]:.4g} (seed {cal['seeds'][i]}), "
+                       f"margin {c['at_most'] - vals[i]:.3g}")
+rfm.book.glue("cal_margins", "; ".join(margins) if margins else "(no calibration committed)")
+print("\n".join(margins))
 
 # %%
 # the committed full-profile run (results/catapults_in_sgd/full.json), for the text below
@@ -511,8 +576,8 @@ full = rfm.book.glue_full_run("catapults_in_sgd", {
 # * **Weaker than the text suggests.** The alignment gap between the intermediate batch size and full-batch GD is
 #   small (see `sgd_alignment_gap_32_seed` in the calibration record); we assert it only on the mean over seeds.
 #   Epochs differ across batch sizes (the step counts are close, not equal), so the comparison is at a similar number
-#   of steps, not of epochs. We did not check that each SGD spike lies in the top eigenspace of the tangent kernel
-#   (the paper's claim for SGD); section 2 checks it for the GD catapult only.
+#   of steps, not of epochs. For SGD we check the top-eigenspace claim on one spike per run (the largest of the
+#   smallest batch), not on every spike, and with the full-batch tangent kernel and loss.
 # * **Not done.** The paper's experiments on real data (the abstract and the reviews mention CelebA, CIFAR-10 and
 #   SVHN, with fully connected networks, CNNs and other architectures): we did not read their settings and did not
 #   run them. The full profile here is the same synthetic study at $m$ = 4,096, $d$ = 100, a rank-3 target

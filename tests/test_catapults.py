@@ -145,3 +145,13 @@ def test_bad_inputs():
         cat.multi_stage_gd(X, y, U0, v0, stages=0, steps=1, c_first=0.5, c_raise=1.5)
     with pytest.raises(ValueError, match="features"):
         cat.two_layer_agop(U0, v0, X[:, :2])
+
+
+def test_sgd_max_steps_replays_the_same_run():
+    U0, v0, X, y = _problem(n=10)
+    whole = cat.two_layer_sgd(X, y, U0, v0, lr=0.3, batch_size=3, epochs=3, generator=7)
+    for t in (0, 2, 5, whole["steps"]):
+        part = cat.two_layer_sgd(X, y, U0, v0, lr=0.3, batch_size=3, epochs=3, generator=7, max_steps=t)
+        assert part["steps"] == t and part["loss"] == whole["loss"][:t + 1]
+    with pytest.raises(ValueError, match="max_steps"):
+        cat.two_layer_sgd(X, y, U0, v0, lr=0.3, batch_size=3, epochs=1, max_steps=-1)

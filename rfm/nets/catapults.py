@@ -97,7 +97,7 @@ def multi_stage_gd(X, y, U0, v0, *, stages: int, steps: int, c_first: float, c_r
 
 
 def two_layer_sgd(X, y, U0, v0, *, lr: float, batch_size: int, epochs: int, generator=0, X_test=None,
-                  y_test=None, blowup: float = 1e8) -> dict:
+                  y_test=None, blowup: float = 1e8, max_steps: int | None = None) -> dict:
     """Mini-batch SGD on the two-layer network from (U0, v0), on L_B = (1/2b) sum_{i in B} r_i^2.
 
     Each epoch draws a random permutation of the n training points (``generator`` seeds it) and takes
@@ -105,10 +105,13 @@ def two_layer_sgd(X, y, U0, v0, *, lr: float, batch_size: int, epochs: int, gene
     full-batch GD, step for step equal to :func:`rfm.nets.dynamics.two_layer_gd`. Returns a dict with ``loss``
     (the full-batch training loss before each step and after the last), ``steps``, ``diverged`` (the full-batch
     loss passed ``blowup`` times its initial value or became non-finite; the run stops there), ``test`` (the
-    final test loss, None without test data or after divergence) and the final ``U``, ``v``."""
+    final test loss, None without test data or after divergence) and the final ``U``, ``v``. ``max_steps`` stops the
+    run after that many steps, with the batches of the whole run (to replay a run up to a step of interest)."""
     check_number("lr", lr, low=0, low_inclusive=False)
     check_number("epochs", epochs, low=1, integer=True)
     check_number("blowup", blowup, low=1, low_inclusive=False)
+    if max_steps is not None:
+        check_number("max_steps", max_steps, low=0, integer=True)
     X, y = _check_pair(X, y, U0, v0)
     X_test, y_test = _check_test(X_test, y_test, X)
     n, (m, d) = X.shape[0], U0.shape
@@ -116,9 +119,15 @@ def two_layer_sgd(X, y, U0, v0, *, lr: float, batch_size: int, epochs: int, gene
     g = make_generator(generator)
     U, v = U0.clone(), v0.clone()
     losses, diverged = [_half_mse(U, v, X, y)], False
+
+    def stop():
+        return max_steps is not None and len(losses) - 1 >= max_steps
+
     for _ in range(epochs):
         order = torch.randperm(n, generator=g).to(X.device)
         for i in range(0, n, batch_size):
+            if stop():
+                break
             idx = order[i:i + batch_size]
             Xb, rb_y = X[idx], y[idx]
             out, Fv, Cu = dyn._features("network", U, v, U, v, Xb)
@@ -131,7 +140,7 @@ def two_layer_sgd(X, y, U0, v0, *, lr: float, batch_size: int, epochs: int, gene
             if not math.isfinite(loss) or loss > blowup * max(losses[0], 1e-300):
                 diverged = True
                 break
-        if diverged:
+        if diverged or stop():
             break
     test = _half_mse(U, v, X_test, y_test) if X_test is not None and not diverged else None
     return {"loss": losses, "steps": len(losses) - 1, "diverged": diverged, "test": test, "U": U, "v": v}
