@@ -319,9 +319,11 @@ plt.show()
 #
 # Now SGD (`rfm.nets.catapults.two_layer_sgd`), one learning rate for all batch sizes, $\eta$ =
 # {glue:text}`sgd_c` $\cdot 2/\lambda_0$, below the full-batch stability edge, so that full-batch GD (batch
-# {glue:text}`n_train`, the control) has no catapult. A mini-batch $B$ has its own tangent kernel $K_B$, whose top
-# eigenvalue $\lambda_{\max}(K_B)/|B|$ fluctuates and is often larger than $\lambda_0$ for small batches; a step
-# on such a batch is above *its* stability edge and can catapult. We count spikes of the full-batch training loss,
+# {glue:text}`n_train`, the control) has no catapult. A mini-batch $B$ has its own tangent kernel $K_B$, and its
+# sharpness $\lambda_{\max}(K_B)/|B|$ fluctuates from batch to batch: at initialisation, the share of random
+# batches whose sharpness is above $2/\eta$ is {glue:text}`batch_above_edge` for batch sizes
+# {glue:text}`batches` (200 random batches each). A step on such a batch is above *its* stability edge and can
+# catapult. We count spikes of the full-batch training loss,
 # recorded after every step, with the same rule. Batch sizes {glue:text}`batches` for {glue:text}`epochs` epochs
 # ({glue:text}`sgd_steps` steps). At seed {glue:text}`seed`: spikes {glue:text}`sgd_spikes`, test loss
 # {glue:text}`sgd_tests`, alignment {glue:text}`sgd_aligns`. Averaged over the {glue:text}`n_mean` seeds
@@ -342,6 +344,18 @@ def sgd_sweep(s):
                   "alignment": alignment(r["U"], r["v"], Xts) if not r["diverged"] else float("nan")}
     return out
 
+
+g_batches = rfm.make_generator(60_000 + seed)
+eta_sgd = dyn.lr_for_sharpness(P.sgd_c, lam0)
+above_edge = {}
+for b in P.batches:
+    hits = 0
+    for _ in range(200):
+        idx = torch.randperm(P.n, generator=g_batches)[:b].to(dev)
+        hits += dyn.sharpness(dyn.two_layer_ntk("network", U0, v0, U0, v0, X[idx])) > 2 / eta_sgd
+    above_edge[b] = hits / 200
+print("share of random batches above their stability edge at initialisation:", above_edge)
+rfm.book.glue("batch_above_edge", ", ".join(f"{above_edge[b]:.2f}" for b in P.batches))
 
 t0 = time.perf_counter()
 seeds_mean = [seed + i for i in range(P.mean_seeds)]
@@ -514,7 +528,7 @@ checks.record(lambda0=lam0, alignment_init=align_init,
               peak_over_initial_c_high=peak_ratio(hi), final_train_c_high=hi["loss"][-1],
               sharpness_end_c_low_over_lam0=lo["sharpness"][-1][1] / lam0,
               spike_peak_step=peak, sgd_spike_step=sgd_peak, sgd_spike_pre_step=sgd_pre,
-              sgd_spike_ratio=float(jump[sgd_peak - 1]),
+              sgd_spike_ratio=float(jump[sgd_peak - 1]), batch_above_edge={str(b): a for b, a in above_edge.items()},
               sgd_share={w: {str(k): v for k, v in d.items()} for w, d in sgd_share.items()}, share_peak={str(k): s for k, s in share_peak.items()},
               share_init={str(k): shares[k][0] for k in P.top_k}, loss_outside_top_init=out0,
               loss_outside_top_peak=out_peak,
