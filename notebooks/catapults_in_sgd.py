@@ -548,9 +548,12 @@ checks.finish();
 # **Rules and margins.** The calibration (`scripts/calibrate.py catapults_in_sgd --seeds 10 --jobs 1`, seeds 0-9,
 # committed in `results/calibration/catapults_in_sgd.json`) gives, for each claim, the worst seed's value and the
 # margin to the rule: {glue:text}`cal_margins`. The rules were set after a first calibration with provisional
-# thresholds (all of which passed at every seed) at about one half to two thirds of the worst seed's value, and the
-# calibration was run again with the final rules. The smallest relative margins are those of `stages_alignment` and
-# `sgd_alignment_mean`, where the effects themselves are small (alignment gains of about 0.01).
+# thresholds, all of which passed at every seed: most were raised to between 0.45 and 0.7 times the worst seed's
+# value; two were lowered, `spike_top_eigenspace` from 0.6 to 0.5 and `stages_test` from 0.1 to 0.05, because
+# their margins to the worst seed were thin (0.11 and 0.011), not because a seed failed. The calibration was then
+# run again with the final rules (the values did not change: the chapter is deterministic given the seed). The
+# alignment rules have the smallest absolute margins (a few thousandths), as the effects themselves are small
+# (alignment gains of 0.01 to 0.1).
 
 # %%
 cal = rfm.book.load_calibration("catapults_in_sgd")
