@@ -31,9 +31,9 @@
 # mini-batch SGD. The smoke profile takes about two minutes on a 2-core CPU.
 #
 # **What we read.** The abstract (arXiv 2306.04815 and the ICML 2024 poster page) and the public reviews of an
-# earlier submission of the paper (ICLR 2024, OpenReview), which say that the paper trains with the squared loss
-# throughout, uses the NTK parametrisation, and uses one learning rate per task across batch sizes in its
-# batch-size figures. We did not read the paper's body: the network, the task, the learning rates, the number of
+# earlier submission of the paper (ICLR 2024, OpenReview): one reviewer says that the paper uses only the squared
+# loss and the NTK parametrisation in many places, and reads its batch-size figures as using one learning rate per
+# task for all batch sizes. We did not read the paper's body: the network, the task, the learning rates, the number of
 # stages and the batch sizes below are **ours**, not the paper's, and no number of the paper is quoted. No code of the
 # authors was found.
 
