@@ -89,7 +89,7 @@ P.batches, P.epochs = [b for b, _ in pairs], [e for _, e in pairs]
 print(f"profile={P.profile}: m={P.width}, d={P.d}, n={P.n}, target {P.target}; device={rfm.book.device_name(dev)}")
 
 # %% [markdown]
-# ## 1. A task with a known AGOP, and one catapult in GD
+# ## A task with a known AGOP, and one catapult in GD
 #
 # Inputs $x \sim \mathcal N(0, I_d)$, $d$ = {glue:text}`d`, target $y = x_1 x_2$ (`rfm.data.low_rank_polynomial`),
 # {glue:text}`n_train` training and {glue:text}`n_test` test points. The true predictor's AGOP (its expected
@@ -196,7 +196,7 @@ rfm.book.savefig(fig, "catapults_in_sgd_gd", output_dir=output_dir)
 plt.show()
 
 # %% [markdown]
-# ## 2. The catapult lives in the top eigendirections of the tangent kernel
+# ## The catapult lives in the top eigendirections of the tangent kernel
 #
 # We replay the first {glue:text}`spike_window` steps of the $c$ = {glue:text}`c_high` run one step at a time, and at
 # each step split the residual $r_t = f_t(X) - y$ along the eigenvectors of the current tangent kernel $K_t$:
@@ -258,7 +258,7 @@ rfm.book.savefig(fig, "catapults_in_sgd_eigen", output_dir=output_dir)
 plt.show()
 
 # %% [markdown]
-# ## 3. More catapults, better alignment: multi-stage GD
+# ## More catapults, better alignment: multi-stage GD
 #
 # To control the number of catapults we run GD in {glue:text}`stages` stages of {glue:text}`stage_steps` steps
 # (`rfm.nets.catapults.multi_stage_gd`): stage 1 at $c$ = {glue:text}`c_first` (no catapult); each later stage
@@ -315,7 +315,7 @@ rfm.book.savefig(fig, "catapults_in_sgd_stages", output_dir=output_dir)
 plt.show()
 
 # %% [markdown]
-# ## 4. Smaller batches, more catapults
+# ## Smaller batches, more catapults
 #
 # Now SGD (`rfm.nets.catapults.two_layer_sgd`), one learning rate for all batch sizes, $\eta$ =
 # {glue:text}`sgd_c` $\cdot 2/\lambda_0$, below the full-batch stability edge, so that full-batch GD (batch

@@ -94,7 +94,7 @@ print(f"profile={P.profile}, bars: n={P.n_bars}, conv layers {P.channels}, {P.ep
 
 
 # %% [markdown]
-# ## 1. The CNFA in a trained CNN
+# ## The CNFA in a trained CNN
 #
 # The task: $16 \times 16$ images of Gaussian noise ($\sigma = 0.5$) with one bar of height 1 at a random place,
 # $3 \times 7$ (horizontal, class 0) or $7 \times 3$ (vertical, class 1). A bar detector, an oriented edge filter,
@@ -170,7 +170,7 @@ plt.show()
 # close to multiples of the identity. What training adds is the *shared direction*, which the
 # spectrum-matched control lacks.
 #
-# ## 2. Edge detectors: the eigen-filters
+# ## Edge detectors: the eigen-filters
 #
 # The top eigenvectors of $W^\top W$ are the directions the filters use most; if the CNFA holds, they are also the
 # directions in patch space to which the trained network is most sensitive (the top eigenvectors of the
@@ -226,7 +226,7 @@ plt.show()
 # simple it is an illustration, not a proof; the paper's evidence is the first layers of ImageNet networks, which we
 # could not load (the eigen-filters' shapes are not checked, only recorded).
 #
-# ## 3. ConvRFM on a local signal: the star task
+# ## ConvRFM on a local signal: the star task
 #
 # ConvRFM replaces the network by a kernel machine on patches. `rfm.conv.ConvRFMClassifier` averages a Laplace
 # kernel (bandwidth 10) over *aligned* patch pairs of the two images, with the patches transformed by $M^{1/2}$:
@@ -298,7 +298,7 @@ plt.show()
 # low-frequency patterns of a patch. Their shapes are shown, not checked.
 
 # %% [markdown]
-# ## 4. A deeper CNN on CIFAR-10 (readers online)
+# ## A deeper CNN on CIFAR-10 (readers online)
 #
 # The paper's evidence for the CNFA is from real images. This section needs CIFAR-10, which torchvision downloads:
 # set the parameter `cifar_root` to a folder (and install torchvision) to run it; the book's offline build skips it.

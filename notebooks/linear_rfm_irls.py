@@ -149,7 +149,7 @@ def problem_seed(t):
 # once; the SVD and SVD-free updates agree at $\alpha = \tfrac12$.
 
 # %% [markdown]
-# ## 1. Sparse regression: error against iteration
+# ## Sparse regression: error against iteration
 #
 # {glue:text}`n_trials` problems with $n$ = {glue:text}`sp_n` Gaussian measurements of a vector in
 # $d$ = {glue:text}`sp_d` dimensions with $s$ = {glue:text}`sp_s` non-zero entries. We run lin-RFM at
@@ -267,7 +267,7 @@ plt.show()
 # (on trial 0 of seed 0 it reaches {glue:text}`sp_quarter_seed0`).
 
 # %% [markdown]
-# ## 2. Sparse regression: the phase transition
+# ## Sparse regression: the phase transition
 #
 # How many measurements does recovery need? For $n/s$ from 1 to 10 we draw {glue:text}`phase_trials` problems
 # at each ratio and count a success when the relative error after {glue:text}`sp_iters` iterations is below
@@ -321,7 +321,7 @@ plt.show()
 # most {glue:text}`phase_half_max`: it gets stuck at every ratio, for the reason given above.
 
 # %% [markdown]
-# ## 3. Matrix completion: error against iteration and wall time
+# ## Matrix completion: error against iteration and wall time
 #
 # A $d \times d$ matrix of rank $r$ (`rfm.data.low_rank_completion`: Gaussian factors, Frobenius norm $d$) is
 # observed on {glue:text}`mc_obs` random entries, {glue:text}`mc_ratio` per degree of freedom $r(2d - r)$. We
@@ -434,7 +434,7 @@ plt.show()
 # iterations {glue:text}`mc_held_its`: the price of fitting on 90 % of the entries and of stopping honestly.
 
 # %% [markdown]
-# ## 4. Matrix completion: the phase diagram
+# ## Matrix completion: the phase diagram
 #
 # For a {glue:text}`mcp_d` $\times$ {glue:text}`mcp_d` matrix we vary the rank and the number of observed entries
 # per degree of freedom, {glue:text}`mcp_trials` problems per cell, and count a success when the SVD-free lin-RFM's
@@ -506,7 +506,7 @@ plt.show()
 # The claim "recovers low-rank matrices" holds above a transition that depends on the rank.
 
 # %% [markdown]
-# ## 5. SVD-free against the eigendecomposition as $d$ grows
+# ## SVD-free against the eigendecomposition as $d$ grows
 #
 # The third claim is about cost. At $\alpha = \tfrac12$ the metric update is one product $\hat Y^\top \hat Y$;
 # any other power needs the eigendecomposition of the AGOP, and IRLS for $p > 0$ needs one every step. The two

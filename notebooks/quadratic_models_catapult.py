@@ -95,7 +95,7 @@ print(f"profile={P.profile}: m={P.width}, d={P.d}, n={P.n}, {P.steps} GD steps, 
       f"device={rfm.book.device_name(dev)}")
 
 # %% [markdown]
-# ## 1. Three models, one learning-rate scale
+# ## Three models, one learning-rate scale
 #
 # The data: $x \sim \mathcal N(0, I_{10})$, target $y = x_1 x_2$, {glue:text}`n_train` training and
 # {glue:text}`n_test` test points. The network is the two-layer ReLU network of the paper with
@@ -154,7 +154,7 @@ for c in P.cs:
     print(f"{c:5.2f} | " + " | ".join(f"{summary(runs[k, c]):>26}" for k in ("linear", "quadratic", "network")))
 
 # %% [markdown]
-# ## 2. Below, inside and above the catapult phase
+# ## Below, inside and above the catapult phase
 #
 # {numref}`fig-quadratic-models-catapult-curves` shows the training loss of the three models at $c$ = 0.5, 1.5 and
 # 2.2. At $c = 0.5$ all three decrease monotonically and almost together: the network is in its linear regime. At
@@ -225,7 +225,7 @@ rfm.book.savefig(fig, "quadratic_models_catapult_sharpness", output_dir=output_d
 plt.show()
 
 # %% [markdown]
-# ## 3. The phase diagram
+# ## The phase diagram
 #
 # {numref}`fig-quadratic-models-catapult-phases` sweeps $c$. The linear model has two regimes: it converges
 # monotonically for $c < 1$ and diverges for $c > 1$. The NQM and the network have three: monotone convergence for
@@ -280,7 +280,7 @@ rfm.book.savefig(fig, "quadratic_models_catapult_phases", output_dir=output_dir)
 plt.show()
 
 # %% [markdown]
-# ## 4. Test loss against the learning rate
+# ## Test loss against the learning rate
 #
 # The paper's second claim is about generalisation: beyond $\eta_\text{crit}$ the NQM and the network reach a
 # lower test loss than below it, and the linear model cannot follow (it diverges). Their section 4 reports the
@@ -333,7 +333,7 @@ rfm.book.savefig(fig, "quadratic_models_catapult_test", output_dir=output_dir)
 plt.show()
 
 # %% [markdown]
-# ## 5. Width, and a deeper network through the generic NQM
+# ## Width, and a deeper network through the generic NQM
 #
 # The NQM is a second-order approximation; as the width grows the network's Hessian shrinks like $1/\sqrt m$ and
 # higher orders matter less, so the NQM should follow the network more closely. At $c = 1.5$ (inside the catapult

@@ -171,7 +171,7 @@ rfm.book.glue("fit_s_cg", f"{fits['CG, tol 1e-3']['seconds']:.2f}");
 # should).
 
 # %% [markdown]
-# ## 1. Preconditioning, and why learning $M$ makes the system harder
+# ## Preconditioning, and why learning $M$ makes the system harder
 #
 # CG needs a number of iterations that grows with the square root of the condition number
 # $\kappa = (\lambda_{\max}(K_M) + \lambda)/(\lambda_{\min}(K_M) + \lambda)$. At the first RFM iteration $M = I$: in
@@ -246,7 +246,7 @@ rfm.book.glue("plain_t0", (f"reaches the tolerance in {its_plain[0]} iterations"
 # $n = 2000$–$8000$; we do not repeat it here).
 
 # %% [markdown]
-# ## 2. Equal test error over the whole loop
+# ## Equal test error over the whole loop
 #
 # An inexact solve perturbs the predictor, hence its AGOP, hence the next metric: errors made at one RFM iteration
 # are inherited by all later ones. The tolerance that suffices for a single kernel ridge regression need not suffice
@@ -313,7 +313,7 @@ rfm.book.glue("mse_final_loose", f"{mse['CG, tol 1e-1'][-1]:.4f}");
 # the benchmark below.
 
 # %% [markdown]
-# ## 3. The committed benchmark: fit time against $n$
+# ## The committed benchmark: fit time against $n$
 #
 # `benchmarks/bench_xrfm.py` times the whole RFM fit (six solves, AGOPs, validation scoring) of our package with
 # each solver, and of xRFM's leaf RFM with its default LU solve and with Cholesky, on the same task and settings as

@@ -142,6 +142,8 @@ def test_chapter_has_a_kernelspec_and_a_checks_section(py):
     headings = [h for c in nb.cells if c.cell_type == "markdown" for h in markdown_headings(c.source)]
     assert any(re.match(r"^#{2,6}\s+Checks\b", h) for h in headings), f"{py.name}: no '## Checks' section"
     assert sum(1 for h in headings if re.match(r"^#\s", h)) == 1, f"{py.name}: needs exactly one '# Title' heading"
+    numbered = [h for h in headings if re.match(r"^#{2,6}\s+\d+(\.\d+)*\.?\s", h)]
+    assert not numbered, f"{py.name}: the book numbers sections itself; drop the number of {numbered}"
 
 
 @pytest.mark.parametrize("py", CHAPTERS, ids=IDS)
