@@ -24,29 +24,9 @@ import math
 
 import torch
 
-from .._checks import check_matrix, check_number
+from .._checks import check_number
 from ..utils import make_generator
 from . import dynamics as dyn
-
-
-def _check_pair(X, y, U0, v0):
-    X = dyn._check_two_layer(U0, v0, U0, v0, X)
-    y = torch.as_tensor(y, dtype=X.dtype, device=X.device).reshape(-1)
-    if y.shape[0] != X.shape[0]:
-        raise ValueError(f"y has {y.shape[0]} values but X has {X.shape[0]} rows")
-    return X, y
-
-
-def _check_test(X_test, y_test, X):
-    if (X_test is None) != (y_test is None):
-        raise ValueError("X_test and y_test must be given together")
-    if X_test is None:
-        return None, None
-    X_test = check_matrix(X_test, "X_test", dtype=X.dtype, device=X.device)
-    y_test = torch.as_tensor(y_test, dtype=X.dtype, device=X.device).reshape(-1)
-    if y_test.shape[0] != X_test.shape[0]:
-        raise ValueError(f"y_test has {y_test.shape[0]} values but X_test has {X_test.shape[0]} rows")
-    return X_test, y_test
 
 
 def _half_mse(U, v, X, y):
@@ -70,8 +50,7 @@ def multi_stage_gd(X, y, U0, v0, *, stages: int, steps: int, c_first: float, c_r
     check_number("steps", steps, low=1, integer=True)
     check_number("c_first", c_first, low=0, low_inclusive=False)
     check_number("c_raise", c_raise, low=0, low_inclusive=False)
-    X, y = _check_pair(X, y, U0, v0)
-    X_test, y_test = _check_test(X_test, y_test, X)
+    X, y, X_test, y_test = dyn._check_data(U0, v0, X, y, X_test, y_test)
     U, v = U0.clone(), v0.clone()
     losses, starts, lrs, lam_starts, lams, tests, params, diverged = [], [], [], [], [], [], [], False
     for s in range(stages):
@@ -112,8 +91,7 @@ def two_layer_sgd(X, y, U0, v0, *, lr: float, batch_size: int, epochs: int, gene
     check_number("blowup", blowup, low=1, low_inclusive=False)
     if max_steps is not None:
         check_number("max_steps", max_steps, low=0, integer=True)
-    X, y = _check_pair(X, y, U0, v0)
-    X_test, y_test = _check_test(X_test, y_test, X)
+    X, y, X_test, y_test = dyn._check_data(U0, v0, X, y, X_test, y_test)
     n, (m, d) = X.shape[0], U0.shape
     check_number("batch_size", batch_size, low=1, high=n, integer=True)
     g = make_generator(generator)

@@ -330,6 +330,22 @@ def two_layer_ntk(kind: str, U, v, U0, v0, X) -> torch.Tensor:
     return (Fv @ Fv.T + (Cu @ Cu.T) * (X @ X.T) / d) / m
 
 
+def _check_data(U0, v0, X, y, X_test=None, y_test=None):
+    """The training (and test) data of a two-layer run, checked against (U0, v0) and as tensors of X's dtype."""
+    X = _check_two_layer(U0, v0, U0, v0, X)
+    y = torch.as_tensor(y, dtype=X.dtype, device=X.device).reshape(-1)
+    if y.shape[0] != X.shape[0]:
+        raise ValueError(f"y has {y.shape[0]} values but X has {X.shape[0]} rows")
+    if (X_test is None) != (y_test is None):
+        raise ValueError("X_test and y_test must be given together")
+    if X_test is not None:
+        X_test = check_matrix(X_test, "X_test", dtype=X.dtype, device=X.device)
+        y_test = torch.as_tensor(y_test, dtype=X.dtype, device=X.device).reshape(-1)
+        if y_test.shape[0] != X_test.shape[0]:
+            raise ValueError(f"y_test has {y_test.shape[0]} values but X_test has {X_test.shape[0]} rows")
+    return X, y, X_test, y_test
+
+
 def two_layer_gd(kind: str, X, y, U0, v0, *, lr: float, steps: int, X_test=None, y_test=None,
                  kernel_every: int = 0, test_every: int = 10, blowup: float = 1e8) -> dict:
     """Full-batch gradient descent on the model ``kind`` ("network", "linear", "quadratic") from (U0, v0).
@@ -345,15 +361,7 @@ def two_layer_gd(kind: str, X, y, U0, v0, *, lr: float, steps: int, X_test=None,
     check_number("kernel_every", kernel_every, low=0, integer=True)
     check_number("test_every", test_every, low=1, integer=True)
     check_number("blowup", blowup, low=1, low_inclusive=False)
-    X = _check_two_layer(U0, v0, U0, v0, X)
-    y = torch.as_tensor(y, dtype=X.dtype, device=X.device).reshape(-1)
-    if y.shape[0] != X.shape[0]:
-        raise ValueError(f"y has {y.shape[0]} values but X has {X.shape[0]} rows")
-    if (X_test is None) != (y_test is None):
-        raise ValueError("X_test and y_test must be given together")
-    if X_test is not None:
-        X_test = check_matrix(X_test, "X_test", dtype=X.dtype, device=X.device)
-        y_test = torch.as_tensor(y_test, dtype=X.dtype, device=X.device).reshape(-1)
+    X, y, X_test, y_test = _check_data(U0, v0, X, y, X_test, y_test)
     U, v = U0.clone(), v0.clone()
     n, (m, d) = X.shape[0], U.shape
     losses, lams, tests, diverged = [], [], [], False
