@@ -119,6 +119,8 @@ def test_drops_and_plateau():
     drops = sw.loss_drops(loss, rel_drop=0.1, window=0.01)
     assert len(drops) == 2 and all(abs(d["size"] - 1) < 1e-12 for d in drops)
     assert sw.plateau_fraction(loss) == 0.30
+    assert sw.plateau_levels(loss, [0, 1, 2, 3]) == [1, 2, 3]
+    assert sw.plateau_levels(np.linspace(3, 0, 1000), [0, 1, 2, 3], min_fraction=0.1) == []
     assert sw.count_drops(np.linspace(3, 0, 100), rel_drop=0.04, window=0.05) == 1  # a smooth decline: one drop
     assert sw.mode_onsets(range(4), [[0, 0], [1, 0], [2, 3], [2, 4]], fraction=0.5) == [1, 2]
     assert sw.mode_onsets(range(3), [[1.0], [0.6], [0.2]], [1.0], below=True) == [2]

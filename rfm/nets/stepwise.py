@@ -43,7 +43,7 @@ from .mlp import MLP
 __all__ = ["analogy_accuracy", "barlow_twins_onsets", "count_drops", "cross_view_matrix", "escape_direction", "escape_objective", "factorization_gd",
            "factorization_onsets", "fourier_residuals", "layer_singular_values", "linear_barlow_twins",
            "logistic_mode", "logistic_onset", "loss_drops", "mode_onsets", "planted_analogies",
-           "planted_cooccurrence", "plateau_fraction", "positive_part", "qwem_target", "random_sphere_direction",
+           "planted_cooccurrence", "plateau_fraction", "plateau_levels", "positive_part", "qwem_target", "random_sphere_direction",
            "template_addition", "two_view_data"]
 
 
@@ -122,6 +122,15 @@ def plateau_fraction(loss, *, tol: float = 0.01) -> float:
     check_number("tol", tol, low=0, low_inclusive=False, high=1)
     below = np.nonzero(a < (1 - tol) * a[0])[0]
     return 1.0 if below.size == 0 else float(below[0]) / len(a)
+
+
+def plateau_levels(loss, levels, *, tol: float = 0.1, min_fraction: float = 0.02) -> list:
+    """The ``levels`` at which the loss rests: those with at least ``min_fraction`` of the samples within ``tol`` of
+    the level (e.g. levels 0..k-1 for a Barlow Twins loss that falls by one per learned mode)."""
+    a = _series(loss, "loss")
+    check_number("tol", tol, low=0, low_inclusive=False)
+    check_number("min_fraction", min_fraction, low=0, low_inclusive=False, high=1)
+    return [lv for lv in levels if float(np.mean(np.abs(a - lv) <= tol)) >= min_fraction]
 
 
 def logistic_mode(t, rate: float, x0: float, x_inf: float):
