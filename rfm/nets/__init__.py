@@ -13,6 +13,9 @@
 * :mod:`rfm.nets.dynamics` -- training dynamics beyond the kernel regime: the linearised and the quadratic model
   (NQM) of any network, the empirical NTK and its sharpness, learning rates as multiples of 2 / lambda_0, a spike
   counter, and a closed-form fast path for two-layer ReLU networks
+* :mod:`rfm.nets.stepwise` -- learning one feature at a time: mode onsets and loss drops, the logistic closed form
+  of one mode, quadratic word embeddings, linearised Barlow Twins, the saddle-escape direction, modular addition
+  through a template of chosen Fourier magnitudes
 """
 from .mlp import (ACTIVATIONS, INITS, LOSSES, MLP, OPTIMIZERS, format_nfa_table, layer_agop, nfa_table, nfm,
                   num_threads, train)
@@ -20,9 +23,11 @@ from . import alignment, optim  # noqa: E402
 from . import baselines  # noqa: E402
 from . import classifier  # noqa: E402
 from . import dynamics  # noqa: E402
+from . import stepwise  # noqa: E402
 from .baselines import (column_norm_matched_weights, matched_network, matched_nfa,  # noqa: E402
                         spectrum_matched_weights)
 
 __all__ = ["ACTIVATIONS", "INITS", "LOSSES", "MLP", "OPTIMIZERS", "alignment", "baselines", "classifier", "dynamics",
            "column_norm_matched_weights", "format_nfa_table", "layer_agop", "matched_network", "matched_nfa",
-           "nfa_table", "nfm", "num_threads", "optim", "spectrum_matched_weights", "train"]
+           "nfa_table", "nfm", "num_threads", "optim", "spectrum_matched_weights", "stepwise",
+           "train"]
