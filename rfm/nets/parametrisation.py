@@ -264,17 +264,24 @@ def toy_eta_max(gammas, depth: int, *, steps: int = 3000, target: float = 1.0, l
 
 
 def mlp_eta_edge(make_model, X, y, *, lrs, steps: int, scheme: str = "mup", blowup: float = 10.0,
-                 threads: int | None = 1) -> dict:
+                 skip_after: int | None = 2, threads: int | None = 1) -> dict:
     """Train a fresh ``make_model()`` by full-batch GD at each base learning rate of ``lrs`` (per-layer rates of
     ``scheme``); return {"lrs", "final" (last loss, inf when it blew up), "curves" (loss per step), "eta_max" (the
     largest lr that did not blow up), "eta_star" (the lr of the lowest final loss)}.
 
-    A run blows up when its loss becomes non-finite or exceeds ``blowup`` times the initial loss; it stops there."""
+    A run blows up when its loss becomes non-finite or exceeds ``blowup`` times the initial loss; it stops there.
+    The ``lrs`` are run in increasing order; after ``skip_after`` consecutive blow-ups the larger ones are counted
+    as blown up without running them (None runs all)."""
     from .optim import train_full_batch
 
-    lrs = [float(v) for v in lrs]
+    lrs = sorted(float(v) for v in lrs)
     finals, curves = [], []
     for lr in lrs:
+        if skip_after is not None and len(finals) >= skip_after and all(
+                not math.isfinite(v) for v in finals[-skip_after:]):
+            finals.append(float("inf"))
+            curves.append(np.asarray([np.nan]))
+            continue
         model = make_model()
         opt = torch.optim.SGD(lr_groups(model, scheme, lr))
         losses = []
