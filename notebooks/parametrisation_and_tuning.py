@@ -61,17 +61,17 @@ if "google.colab" in sys.modules:
                     f"agop-rfm[data] @ git+https://github.com/rfm-book/rfm-book@{RFM_REF}"], check=True)
 
 # %% tags=["parameters"]
-profile: "str" = "smoke"            # "smoke": about two minutes on a CPU; "full": MNIST digits and wider nets (GPU)
-seed: "int" = 0                     # every draw: initialisations, data, searches
-device: "Optional[str]" = None      # None: CUDA when present, else CPU (the small runs here use the CPU)
-output_dir: "Optional[str]" = None  # set by scripts/rerun.py: figures and measured values are written there
-widths: "Optional[list]" = None     # hidden widths of the one-step feature-change experiment
-draws: "Optional[int]" = None       # networks per width in that experiment
-gammas: "Optional[list]" = None     # output scales of the MLP learning-rate sweep
-mlp_steps: "Optional[int]" = None   # full-batch GD steps per learning rate in that sweep
+profile: "str" = "smoke"             # "smoke": about two minutes on a CPU; "full": MNIST digits and wider nets (GPU)
+seed: "int" = 0                      # every draw: initialisations, data, searches
+device: "Optional[str]" = None       # None: CUDA when present, else CPU (the small runs here use the CPU)
+output_dir: "Optional[str]" = None   # set by scripts/rerun.py: figures and measured values are written there
+widths: "Optional[list]" = None      # hidden widths of the one-step feature-change experiment
+draws: "Optional[int]" = None        # networks per width in that experiment
+gammas: "Optional[list]" = None      # output scales of the MLP learning-rate sweep
+mlp_steps: "Optional[int]" = None    # full-batch GD steps per learning rate in that sweep
 carbs_evals: "Optional[int]" = None  # evaluations per search
-searches: "Optional[int]" = None    # CARBS and random searches (pairs) per run
-carbs_dims: "Optional[int]" = None  # hyper-parameters searched (2 with N and D only; 4 adds lr and warm-up)
+searches: "Optional[int]" = None     # CARBS and random searches (pairs) per run
+carbs_dims: "Optional[int]" = None   # hyper-parameters searched (2 with N and D only; 4 adds lr and warm-up)
 
 # %%
 import copy
