@@ -24,6 +24,7 @@ MODULES = ["rfm.core", "rfm.core.feature_matrix", "rfm.core.kernels", "rfm.core.
            "rfm.core.solvers", "rfm.core.coincident", "rfm.core.blocks", "rfm.estimators", "rfm.linear",
            "rfm.metrics", "rfm.utils", "rfm.nets", "rfm.nets.mlp", "rfm.nets.alignment", "rfm.nets.optim",
            "rfm.nets.baselines", "rfm.nets.classifier", "rfm.nets.dynamics", "rfm.nets.catapults", "rfm.nets.stepwise",
+           "rfm.nets.parametrisation", "rfm.tuning",
            "rfm.data", "rfm.data.datasets",
            "rfm.data.modular", "rfm.data.images", "rfm.data.tabular", "rfm.tabular", "rfm.book", "rfm.book.plots",
            "rfm.conv", "rfm.icl", "rfm.transfer"]

@@ -16,6 +16,8 @@
 * :mod:`rfm.nets.stepwise` -- learning one feature at a time: mode onsets and loss drops, the logistic closed form
   of one mode, quadratic word embeddings, linearised Barlow Twins, the saddle-escape direction, modular addition
   through a template of chosen Fourier magnitudes
+* :mod:`rfm.nets.parametrisation` -- SP, NTP, muP and spectral parametrisations (initialisation and per-layer
+  learning rates), the output scale gamma, spectral norms, stable ranks and relative feature change
 """
 from .mlp import (ACTIVATIONS, INITS, LOSSES, MLP, OPTIMIZERS, format_nfa_table, layer_agop, nfa_table, nfm,
                   num_threads, train)
@@ -24,10 +26,11 @@ from . import baselines  # noqa: E402
 from . import classifier  # noqa: E402
 from . import dynamics  # noqa: E402
 from . import stepwise  # noqa: E402
+from . import parametrisation  # noqa: E402
 from .baselines import (column_norm_matched_weights, matched_network, matched_nfa,  # noqa: E402
                         spectrum_matched_weights)
 
 __all__ = ["ACTIVATIONS", "INITS", "LOSSES", "MLP", "OPTIMIZERS", "alignment", "baselines", "classifier", "dynamics",
            "column_norm_matched_weights", "format_nfa_table", "layer_agop", "matched_network", "matched_nfa",
-           "nfa_table", "nfm", "num_threads", "optim", "spectrum_matched_weights", "stepwise",
+           "nfa_table", "nfm", "num_threads", "optim", "parametrisation", "spectrum_matched_weights", "stepwise",
            "train"]
