@@ -88,6 +88,8 @@ FLOOR = 1e-10   # the order is fitted on errors above this (far above the round-
 START = 0.9     # |I - A X0|_F of the order experiment (inside the proved basin, < 1)
 print(f"profile={P.profile}, d={P.d}, kappa={P.kappa:g}, batch={P.batch} ({P.d // P.batch} steps an epoch), "
       f"{P.trials} matrices, device={rfm.book.device_name(dev)}")
+rfm.book.glue("epochs", P.epochs)
+rfm.book.glue("trials", P.trials)
 
 
 def problem_seed(t, k=0):
