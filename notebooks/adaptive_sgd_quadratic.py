@@ -475,12 +475,13 @@ full = rfm.book.glue_full_run("adaptive_sgd_quadratic", {
 #   objective, the sampling, the adaptive step-size rule, the basin condition and its constant, the other problems
 #   "such as matrix inversion", and the experiments are the paper's and unknown to us; nothing here is attributed to
 #   it beyond the abstract's sentence. In particular, the paper's step size may be a scalar rule; ours is a matrix.
-#   With a scalar step, whatever rule picks it, the directions decouple and an epoch multiplies $R$ by
-#   $I - \eta_t A$, so $T$ epochs apply a polynomial of degree $T$ in $A$ (a Krylov-type method); we did not
-#   explore such rules, and cannot say how the paper reaches its quadratic rate.
+#   With a scalar step, whatever rule picks it, the directions decouple and each visit multiplies a direction's
+#   residual by $I - \eta A$, so after $T$ epochs it is a polynomial of degree $T$ in $A$ applied to its start (a
+#   Krylov-type method); we did not explore such rules, and cannot say how the paper reaches its quadratic rate.
 # * **The full profile** ($d$ = 2,000, $\kappa$ up to $10^5$, ten matrices per setting) is pending: it wants a GPU
 #   (an epoch at $d = 2000$ is about $1.6 \times 10^{10}$ multiply-adds, hundreds of epochs in all) and none was lent
 #   to this chapter. We executed its code path once at a small size (`scripts/rerun.py` with `profile full`,
 #   $d = 60$, two matrices, $\kappa \in \{10, 1000\}$, a fixed-step cap of 50): it runs through, and every check
-#   passed there except the $\kappa$ check, whose cap was too small for it (see Checks). Committed full run: {glue:text}`full_where`; its orders: {glue:text}`full_orders`; checks that
-#   failed there: {glue:text}`full_failed`.
+#   passed there except the $\kappa$ check, whose cap was too small for it (see Checks). Committed full run:
+#   {glue:text}`full_where`; its orders: {glue:text}`full_orders`; checks that failed there:
+#   {glue:text}`full_failed`.
