@@ -257,7 +257,8 @@ plt.show()
 # The median orders over the {glue:text}`trials` matrices ({numref}`fig-adaptive-sgd-quadratic-order`): adaptive
 # SGD {glue:text}`order_ada` (random orthogonal directions {glue:text}`order_orth`), Newton–Schulz
 # {glue:text}`order_ns`; the controls, fixed-step SGD {glue:text}`order_fixed` and the frozen step
-# {glue:text}`order_frozen`, are linear, and so is adaptive SGD with replacement ({glue:text}`order_replace`). The
+# {glue:text}`order_frozen`, are linear; adaptive SGD with replacement falls in an irregular staircase (fitted
+# order {glue:text}`order_replace`, not a line), slower than with reshuffling. The
 # largest ratio $e_{t+1}/e_t^2$ of adaptive SGD over all these epochs is {glue:text}`bound_ratio`, at most 1 as
 # proved.
 #
@@ -469,7 +470,7 @@ full = rfm.book.glue_full_run("adaptive_sgd_quadratic", {
 #   epoch when $\|I - AX_0\|_F < 1$ and measured a basin as large as Newton–Schulz's ($\|I - AX_0\|_2 < 1$) on our
 #   family of starting points. The count of epochs grows like $\log \kappa$, against $\kappa$ for fixed-step SGD.
 # * **What makes it quadratic.** The adaptation (the frozen step is linear) and sampling without replacement (with
-#   replacement, order {glue:text}`order_replace`): an epoch must visit a whole basis. The per-sample losses share
+#   replacement, an irregular staircase of fitted order {glue:text}`order_replace`): an epoch must visit a whole basis. The per-sample losses share
 #   their minimiser, so no step decay is needed.
 # * **Not reproduced: the paper.** We could read only the abstract of {cite:t}`radhakrishnan2021local`. The
 #   objective, the sampling, the adaptive step-size rule, the basin condition and its constant, the other problems
