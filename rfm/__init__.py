@@ -14,6 +14,8 @@ The package behind the executable replication book. Its folders are its architec
 * :mod:`rfm.linear` -- linear RFM (lin-RFM) and IRLS: sparse regression and low-rank matrix completion
 * :mod:`rfm.transfer` -- transfer learning with kernels: projection and translation of a fitted source model,
   the comparison against the number of target samples, power-law fits
+* :mod:`rfm.matrix_inversion` -- matrix inversion by SGD with an adaptive (self-preconditioned) step, fixed-step
+  SGD, Newton--Schulz, and an empirical order of convergence
 * :mod:`rfm.metrics` -- matrix correlations, subspace overlaps, prediction metrics
 * :mod:`rfm.nets` -- networks and their training dynamics: :class:`rfm.nets.MLP` and its training loop, neural
   feature matrices and the NFA (``rfm.nets``), the pre-activation tangent kernel and feature correlations
@@ -42,6 +44,7 @@ from . import core, data, estimators, linear, metrics, nets, utils  # noqa: E402
 from . import conv  # noqa: E402
 from . import icl  # noqa: E402
 from . import transfer  # noqa: E402
+from . import matrix_inversion  # noqa: E402
 
 __version__ = "0.1.0"
 
@@ -52,5 +55,5 @@ __all__ = [
     "get_kernel", "get_solver", "jacobians", "kernel_agop", "kernel_gradients", "kernel_matrix", "make_generator",
     "matrix_correlation", "mse", "psd_power", "r2_score", "seed_everything", "solve_krr", "subspace_overlap",
     "to_numpy", "top_eigenspace_overlap", "top_eigenvectors",
-    "conv", "core", "data", "estimators", "icl", "linear", "metrics", "nets", "transfer", "utils",
+    "conv", "core", "data", "estimators", "icl", "linear", "matrix_inversion", "metrics", "nets", "transfer", "utils",
 ]
