@@ -52,6 +52,9 @@ from .core.solvers import solve_krr
 
 TINY = 1e-100     # below this magnitude a value continues in the log domain
 NEAR = 1e-3       # gaps 1 - t below this are carried exactly
+# distances from coordinate differences (torch.cdist's matrix-product shortcut loses ~1e-8 near 0, which deep
+# compositions with psi'(1) > 1 amplify: the diagonal of a deep kernel would not stay 1)
+EXACT = "donot_use_mm_for_euclid_dist"
 
 
 def _poly_one_minus(coefs):
@@ -252,7 +255,7 @@ def cosines(X, Z):
         if ((A.norm(dim=1) - 1).abs() > 1e-8).any():
             raise ValueError(f"the rows of {name} must be unit vectors (points on the sphere)")
     t = (X @ Z.T).clamp_(-1.0, 1.0)
-    gap = torch.cdist(X, Z).pow_(2).mul_(0.5)
+    gap = torch.cdist(X, Z, compute_mode=EXACT).pow_(2).mul_(0.5)
     return t, gap
 
 
@@ -382,7 +385,7 @@ def one_nn(X_train, y_train, X_test) -> torch.Tensor:
     X_train = check_matrix(X_train, "X_train", dtype=torch.float64)
     X_test = check_matrix(X_test, "X_test", dtype=torch.float64, device=X_train.device)
     y = _labels(y_train, len(X_train)).to(X_train.device)
-    return y[torch.cdist(X_test, X_train).argmin(1)]
+    return y[torch.cdist(X_test, X_train, compute_mode=EXACT).argmin(1)]
 
 
 def majority_vote(y_train, n_test: int) -> torch.Tensor:
@@ -404,7 +407,8 @@ def hilbert_estimate(X_train, y_train, X_test, dim: int | None = None) -> torch.
     X_test = check_matrix(X_test, "X_test", dtype=torch.float64, device=X_train.device)
     y = _labels(y_train, len(X_train)).to(X_train.device)
     dim = X_train.shape[1] - 1 if dim is None else int(check_number("dim", dim, low=1, integer=True))
-    logw = -dim * torch.log(torch.cdist(X_test, X_train).clamp_min(torch.finfo(torch.float64).tiny))
+    dist = torch.cdist(X_test, X_train, compute_mode=EXACT)
+    logw = -dim * torch.log(dist.clamp_min(torch.finfo(torch.float64).tiny))
     w = torch.exp(logw - logw.max(1, keepdim=True).values)
     return _sign(w @ y)
 

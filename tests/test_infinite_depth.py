@@ -191,3 +191,18 @@ def test_dirichlet_data_and_bayes():
         dirichlet_sphere(10, [1, 2], [1, 2, 3])
     with pytest.raises(ValueError, match="unit"):
         cosines(data.X * 2, data.X)
+
+
+def test_deep_kernel_diagonal_stays_one_on_many_points():
+    # torch.cdist's matrix-product shortcut (used above 25 rows) leaves ~1e-8 on the diagonal of the distances; a
+    # deep composition with psi'(1) = 4 would amplify it and drive K(x, x) to 0: cosines() must give exact zeros
+    data = dirichlet_sphere(200, [1, 2], [2, 1], 0.4, generator=2)
+    t, gap = cosines(data.X, data.X)
+    assert float(gap.diagonal().abs().max()) == 0.0
+    K = deep_dual_kernel(t, "2d_opt", 100, gap=gap)
+    assert torch.equal(K.value.diagonal(), torch.ones(200, dtype=torch.float64))
+    # and the deep machine on 40 points is the Hilbert estimate's close relative, not a constant
+    Xtr, ytr, Xte = data.X[:40], data.y[:40], data.X[40:]
+    pred = depth_sweep(Xtr, ytr, Xte, "2d_opt", [100])[100]
+    assert 0 < float((pred > 0).double().mean()) < 1
+    assert float((pred == hilbert_estimate(Xtr, ytr, Xte)).double().mean()) > 0.9
