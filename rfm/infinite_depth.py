@@ -413,14 +413,18 @@ def hilbert_estimate(X_train, y_train, X_test, dim: int | None = None) -> torch.
     return _sign(w @ y)
 
 
-def interpolate_sign(K_train, y_train, K_test: DeepKernel) -> torch.Tensor:
+def interpolate_sign(K_train, y_train, K_test: DeepKernel, info: dict | None = None) -> torch.Tensor:
     """Labels of the interpolating kernel machine (ridge 0): sign of sum_i alpha_i K(x, x_i), K_train alpha = y.
 
     ``K_train`` (n, n) holds the training kernel's values, ``K_test`` the (n_test, n) test kernel as a
-    :class:`DeepKernel` (its log domain keeps the prediction exact where the values underflow).
+    :class:`DeepKernel` (its log domain keeps the prediction exact where the values underflow). ``info``, a dict,
+    receives the solver's ``"method"``: ``"lu"``, or ``"lstsq"`` where K_train is numerically singular (then
+    :func:`rfm.core.solvers.solve_krr` warns and the machine fits the labels in least squares, not exactly).
     """
     y = _labels(y_train, K_train.shape[0])
-    alpha, _ = solve_krr(K_train, y.to(K_train.device), 0.0, method="lu", check_symmetric=False)
+    alpha, method = solve_krr(K_train, y.to(K_train.device), 0.0, method="lu", check_symmetric=False)
+    if info is not None:
+        info["method"] = method
     lg, sg = K_test.log_abs, K_test.sign
     if lg.shape[-1] != len(alpha):
         raise ValueError(f"K_test has {lg.shape[-1]} columns for {len(alpha)} training points")
@@ -436,11 +440,12 @@ def agreement(a, b) -> float:
     return float((a.cpu() == b.cpu()).double().mean())
 
 
-def depth_sweep(X_train, y_train, X_test, act, depths, *, ntk: bool = False) -> dict:
+def depth_sweep(X_train, y_train, X_test, act, depths, *, ntk: bool = False, methods: dict | None = None) -> dict:
     """Predicted labels of the deep kernel machine at each depth in ``depths`` (one incremental composition).
 
     NNGP (``ntk=False``): psi^{oL} with :func:`deep_dual_kernel`, predicted with :func:`interpolate_sign`;
-    NTK (``ntk=True``): :func:`dual_ntk` at each depth (no log domain). Returns {depth: labels}.
+    NTK (``ntk=True``): :func:`dual_ntk` at each depth (no log domain). Returns {depth: labels}; ``methods``, a
+    dict, receives {depth: solver method} (see :func:`interpolate_sign`).
     """
     depths = sorted(int(check_number("depths", d, low=0, integer=True)) for d in depths)
     tr, gtr = cosines(X_train, X_train)
@@ -449,7 +454,11 @@ def depth_sweep(X_train, y_train, X_test, act, depths, *, ntk: bool = False) -> 
     if ntk:
         for L in depths:
             Ktr, Kte = dual_ntk(tr, act, L), dual_ntk(te, act, L)
-            out[L] = interpolate_sign(Ktr, y_train, DeepKernel(Kte, torch.log(Kte.abs()), torch.sign(Kte), 1 - Kte))
+            info = {}
+            out[L] = interpolate_sign(Ktr, y_train, DeepKernel(Kte, torch.log(Kte.abs()), torch.sign(Kte), 1 - Kte),
+                                      info)
+            if methods is not None:
+                methods[L] = info["method"]
         return out
     done = 0
     Ktr, Kte = deep_dual_kernel(tr, act, 0, gap=gtr), deep_dual_kernel(te, act, 0, gap=gte)
@@ -457,6 +466,9 @@ def depth_sweep(X_train, y_train, X_test, act, depths, *, ntk: bool = False) -> 
         Ktr = deep_dual_kernel(Ktr, act, L - done)
         Kte = deep_dual_kernel(Kte, act, L - done)
         done = L
-        out[L] = interpolate_sign(Ktr.value, y_train, Kte)
+        info = {}
+        out[L] = interpolate_sign(Ktr.value, y_train, Kte, info)
+        if methods is not None:
+            methods[L] = info["method"]
     return out
 
