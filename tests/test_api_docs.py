@@ -27,7 +27,7 @@ MODULES = ["rfm.core", "rfm.core.feature_matrix", "rfm.core.kernels", "rfm.core.
            "rfm.nets.parametrisation", "rfm.tuning",
            "rfm.data", "rfm.data.datasets",
            "rfm.data.modular", "rfm.data.images", "rfm.data.tabular", "rfm.tabular", "rfm.book", "rfm.book.plots",
-           "rfm.conv", "rfm.icl", "rfm.transfer", "rfm.matrix_inversion"]
+           "rfm.conv", "rfm.icl", "rfm.transfer", "rfm.matrix_inversion", "rfm.infinite_depth", "rfm.data.dirichlet"]
 
 
 def api_pages() -> list[Path]:
