@@ -163,7 +163,7 @@ def eigenpro_setup(eig: NystromEigensystem, *, q=None, bs=None, bs_max=None, alp
 
 class EigenProInfo(NamedTuple):
     """How an EigenPro run went: the setup, the epochs run, and per epoch (after it) the training MSE and the
-    relative residual |(K + reg I) alpha - Y|_F / |Y|_F (empty when not tracked)."""
+    relative residual ``|(K + reg I) alpha - Y|_F / |Y|_F`` (empty when not tracked)."""
 
     setup: EigenProSetup
     epochs: int
@@ -315,7 +315,7 @@ def eigenpro3(kernel: Kernel, Xt: torch.Tensor, Y: torch.Tensor, Zt: torch.Tenso
 
 
 def nystrom_krr(kernel: Kernel, Xt: torch.Tensor, Y: torch.Tensor, Zt: torch.Tensor, reg: float = 0.0):
-    """The exact least-squares model on centres Z: a = argmin |K(X, Z) a - Y|^2 + reg a^T K(Z, Z) a, solved as
+    """The exact least-squares model on centres Z: ``a = argmin |K(X, Z) a - Y|^2 + reg a^T K(Z, Z) a``, solved as
     (K(Z, X) K(X, Z) + reg K(Z, Z)) a = K(Z, X) Y in float64 (the solution EigenPro 3 approaches)."""
     KXZ = kernel_matrix(kernel, Xt, Zt, transformed=True).to(torch.float64)
     A = KXZ.T @ KXZ
@@ -335,7 +335,7 @@ class EigenPro2Solver:
     epochs : int, default 10
         Passes over the data (the most; fewer when ``tol`` is reached).
     tol : float or None, default None
-        Stop once the relative residual |(K + reg I) alpha - Y| / |Y| is at most tol (checked after each epoch).
+        Stop once the relative residual ``|(K + reg I) alpha - Y| / |Y|`` is at most tol (checked after each epoch).
     s : int, default 2000
         Nystrom subsample size.
     q, bs, bs_max, alpha
