@@ -60,6 +60,8 @@ output_dir: "Optional[str]" = None  # set by scripts/rerun.py: figures and measu
 iters: "Optional[int]" = None       # RFM feature updates (iters + 1 solves)
 subsample: "Optional[int]" = None   # |S|, the fixed subsample whose eigenvectors are followed
 ep_epochs: "Optional[int]" = None   # EigenPro epochs per RFM solve (Gorlla's code: 10)
+n_train: "Optional[int]" = None     # training images (validation images: the profile's n_val)
+centres: "Optional[list]" = None    # EigenPro 3 numbers of centres (above n_train: shifted training images)
 
 # %%
 import time
@@ -81,13 +83,14 @@ cpu_start = time.process_time()
 P = rfm.book.settings(
     profile,
     smoke=dict(data="digits_8x8", n_train=1437, n_val=360, iters=10, subsample=500, ep_epochs=10, ep_s=2000, q_eig=20,
-               sgd_epochs=300, ep3_epochs=30, centres=[25, 50, 100, 144, 300, 700, 1437], augment=0),
+               sgd_epochs=60, ep3_epochs=30, centres=[25, 50, 144, 400], augment=0),
     full=dict(data="mnist_5k", n_train=4000, n_val=1000, iters=10, subsample=2000, ep_epochs=10, ep_s=2000,
-              q_eig=20, sgd_epochs=300, ep3_epochs=30, centres=[100, 400, 1000, 2000, 4000, 10000], augment=10000),
-    iters=iters, subsample=subsample, ep_epochs=ep_epochs)
+              q_eig=20, sgd_epochs=60, ep3_epochs=30, centres=[100, 400, 1000, 2000, 4000, 10000], augment=10000),
+    iters=iters, subsample=subsample, ep_epochs=ep_epochs, n_train=n_train, centres=centres)
 dev = rfm.get_device(device)
 BANDWIDTH = 10.0                    # the Laplace bandwidth L of Gorlla's code and the RFM papers
-TARGET_MSE = 1e-3                   # training MSE (per output) that EigenPro and SGD race to
+TARGET_MSE = 1e-2                   # training MSE (per output) that EigenPro and SGD race to
+RIDGE_TOL = 1e-2                    # relative residual at which CG and EigenPro stop on the ridge system
 print(P, dev)
 
 # %% [markdown]
@@ -179,7 +182,7 @@ plt.show()
 # %% [markdown]
 # With batch size {glue:text}`ep_bs`, flattening the top $q - 1 =$ {glue:text}`ep_q` $- 1$ eigenvalues lowers the
 # top eigenvalue of the iteration from {glue:text}`ep_top` to {glue:text}`ep_new_top`, and EigenPro reaches a
-# training MSE of $10^{-3}$ after {glue:text}`ep_hit` epochs; SGD with the same batch needs
+# training MSE of $10^{-2}$ after {glue:text}`ep_hit` epochs; SGD with the same batch needs
 # {glue:text}`sgd_hit` epochs, a ratio of at least {glue:text}`epoch_ratio`. After {glue:text}`ep_epochs` epochs
 # (Gorlla's setting) EigenPro's validation predictions differ from those of the exact interpolating solve by
 # {glue:text}`rel_ep10` in relative norm, after {glue:text}`sgd_epochs` epochs by {glue:text}`rel_ep_long`; SGD's
@@ -189,14 +192,14 @@ plt.show()
 #
 # The estimators' other solvers need a ridge, so here all three solve $(K + 10^{-3} I)\alpha = Y$: Cholesky exactly,
 # preconditioned conjugate gradients (`solver="cg"`, RPCholesky preconditioner) and EigenPro 2, both iterative ones
-# stopped at a relative residual of $10^{-3}$. EigenPro treats the ridge as part of the kernel
+# stopped at a relative residual of $10^{-2}$. EigenPro treats the ridge as part of the kernel
 # ($k + 10^{-3}[x = x']$). Times are wall-clock seconds on this machine, including building $K$; at this size the
 # factorisation is cheap and wins, as the chapter on CG at scale measured.
 
 # %%
 rows = []
-for name, solver in [("Cholesky", DirectSolver("cholesky")), ("CG", CGSolver(tol=1e-3, seed=seed)),
-                     ("EigenPro 2", EigenPro2Solver(epochs=500, tol=1e-3, s=P.ep_s, seed=seed))]:
+for name, solver in [("Cholesky", DirectSolver("cholesky")), ("CG", CGSolver(tol=RIDGE_TOL, seed=seed)),
+                     ("EigenPro 2", EigenPro2Solver(epochs=500, tol=RIDGE_TOL, s=P.ep_s, seed=seed))]:
     t0 = time.perf_counter()
     res = solver.solve(kernel, X, Y, 1e-3)
     secs = time.perf_counter() - t0
@@ -226,7 +229,9 @@ rfm.book.glue("cg_ridge_iters", int(solve_table.set_index("solver").loc["CG", "p
 # Now RFM, solved at each iteration by EigenPro 2 with {glue:text}`ep_epochs` epochs and no ridge, as in Gorlla's
 # code (`rfm.RFMClassifier(solver=EigenPro2Solver(epochs=...), reg=0)`; the AGOP, not its square root, as the new
 # $M$). After each solve the estimator's callback receives the model of that iteration; from its $M_t$ we compute the
-# top $q = 20$ eigenvectors $U_t$ of $K_{M_t}(S, S)$ on one fixed subsample $S$ and record
+# top $q = 20$ eigenvectors $U_t$ of $K_{M_t}(S, S)$ on one fixed subsample $S$ of {glue:text}`subsample` points, the
+# subsample of EigenPro's own preconditioner (`EigenPro2Solver(idx=S)`; Gorlla's code also fixes it, by a seed), and
+# record
 #
 # * the overlap $O_t = \lVert U_{t-1}^\top U_t \rVert_F^2 / q$ (`rfm.metrics.subspace_overlap`): 1 when the two
 #   eigenspaces coincide, about $q/|S|$ for unrelated ones;
@@ -258,7 +263,7 @@ def follow(model, record):
 
 t0 = time.perf_counter()
 rfm_ep = rfm.RFMClassifier(kernel="laplace", bandwidth=BANDWIDTH, reg=0.0, iters=P.iters, dtype="float64",
-                           device=dev, solver=EigenPro2Solver(epochs=P.ep_epochs, s=P.ep_s, seed=seed),
+                           device=dev, solver=EigenPro2Solver(epochs=P.ep_epochs, idx=S, seed=seed),
                            callback=follow, random_state=seed).fit(X, y, X_val, y_val)
 rfm_secs = time.perf_counter() - t0
 
@@ -283,7 +288,7 @@ print(f"RFM with EigenPro 2: {rfm_secs:.1f} s; validation accuracy per iteration
       f"best iteration {best_t}")
 rfm.book.glue("overlap_1", O.loc[1], "{:.3f}")
 rfm.book.glue("overlap_2", O.loc[2], "{:.3f}")
-rfm.book.glue("overlap_5", O.loc[5], "{:.3f}")
+rfm.book.glue("overlap_5", O.get(5, float("nan")), "{:.3f}")  # the late-iteration numbers need iters >= 5
 rfm.book.glue("overlap_late_min", late.min(), "{:.3f}")
 rfm.book.glue("per_vector_1", dyn["per_vector"].loc[1], "{:.2f}")
 rfm.book.glue("per_vector_late_min", dyn["per_vector"].loc[dyn.index >= 4].min(), "{:.2f}")
@@ -338,7 +343,7 @@ plt.show()
 fm0 = rfm.FeatureMatrix.identity(d)
 runs = {}
 for ep in (1, P.ep_epochs):
-    solver = EigenPro2Solver(epochs=ep, s=P.ep_s, seed=seed)
+    solver = EigenPro2Solver(epochs=ep, s=P.subsample, seed=seed)
     solver.solve(kernel, X, Y, 0.0)
     runs[ep] = solver.last_info.setup
 fixed_overlap = rfm.subspace_overlap(eigvecs(fm0, S), eigvecs(fm0, S))
@@ -401,7 +406,7 @@ for p in P.centres:
         Z = Z.reshape(p, d)
         Z = Z / Z.norm(dim=1, keepdim=True)
     t0 = time.perf_counter()
-    a, _ = eigenpro3(kernel, X, Y, Z, epochs=P.ep3_epochs, s=P.ep_s, generator=seed)
+    a, _ = eigenpro3(kernel, X, Y, Z, epochs=P.ep3_epochs, s=P.subsample, generator=seed)
     secs = time.perf_counter() - t0
     row = dict(centres=p, ep3_val_acc=acc(rfm.kernel_matrix(kernel, X_val, Z) @ a, y_val), ep3_seconds=secs)
     if p <= n:
@@ -410,18 +415,21 @@ for p in P.centres:
     ep3_rows.append(row)
 ep3 = pd.DataFrame(ep3_rows).set_index("centres")
 display(ep3.round(4))
-p_tenth = min(P.centres, key=lambda p: abs(p - n / 10))
+within = ep3.index[ep3.index <= n]               # centres drawn from the training set
+p_tenth = int(min(within, key=lambda p: abs(p - n / 10)))
+p_most = int(within.max())
 ep3_gap = abs(ep3.loc[p_tenth, "ep3_val_acc"] - ep3.loc[p_tenth, "nystrom_val_acc"])
-ep3_gain = ep3.loc[n, "ep3_val_acc"] - ep3["ep3_val_acc"].iloc[0]
+ep3_gain = ep3.loc[p_most, "ep3_val_acc"] - ep3["ep3_val_acc"].iloc[0]
 rfm.book.glue("p_tenth", p_tenth)
 rfm.book.glue("ep3_gap", 100 * ep3_gap, "{:.1f}")
 rfm.book.glue("ep3_small", int(ep3.index[0]))
 rfm.book.glue("ep3_small_acc", ep3["ep3_val_acc"].iloc[0], "{:.3f}")
-rfm.book.glue("ep3_full_acc", ep3.loc[n, "ep3_val_acc"], "{:.3f}")
+rfm.book.glue("ep3_full_acc", ep3.loc[p_most, "ep3_val_acc"], "{:.3f}")
+rfm.book.glue("p_most", p_most)
 rfm.book.glue("ep2_acc", acc(K_val @ ep_alpha, y_val), "{:.3f}")
 rfm.book.glue("ep3_epochs", P.ep3_epochs)
 
-# %% mystnb={"figure": {"caption": "EigenPro 3: validation accuracy against the number of centres drawn from the training set (solid), and the exact least-squares model on the same centres (dashed). The right-most solid point with p = n centres equals EigenPro 2.", "name": "fig-eigenpro-dynamics-centres"}}
+# %% mystnb={"figure": {"caption": "EigenPro 3: validation accuracy against the number of centres drawn from the training set (solid), and the exact least-squares model on the same centres (dashed). The dotted line marks p = n: there the centres would be the training points themselves, where EigenPro 3 is EigenPro 2 (a unit test of the package); beyond it (full profile only) the centres are training images shifted by one pixel.", "name": "fig-eigenpro-dynamics-centres"}}
 fig, ax = plt.subplots(figsize=(6, 3.2))
 ax.semilogx(ep3.index, ep3["ep3_val_acc"], "o-", label=f"EigenPro 3, {P.ep3_epochs} epochs")
 ax.semilogx(ep3.index, ep3["nystrom_val_acc"], "s--", label="least squares on the centres")
@@ -435,7 +443,7 @@ plt.show()
 
 # %% [markdown]
 # {numref}`fig-eigenpro-dynamics-centres`: with {glue:text}`ep3_small` centres EigenPro 3 reaches
-# {glue:text}`ep3_small_acc`, with all $n$ training points as centres {glue:text}`ep3_full_acc` (EigenPro 2 after
+# {glue:text}`ep3_small_acc`, with {glue:text}`p_most` training points as centres {glue:text}`ep3_full_acc` (EigenPro 2 after
 # {glue:text}`sgd_epochs` epochs: {glue:text}`ep2_acc`). At $p =$ {glue:text}`p_tenth` centres, about a tenth of the data, EigenPro 3
 # is within {glue:text}`ep3_gap` points of the least-squares model on the same centres. Its model has $p$
 # coefficients whatever the number of training points, which is the point of EigenPro 3: model size and data size
@@ -459,14 +467,16 @@ plt.show()
 # * `resampled_overlap`: the overlap of the top-20 eigenvectors for the fixed kernel on two independent subsamples
 #   (the artefact): well below 1. Rule ≤ 0.5.
 # * `best_val_iteration`: the iteration of best validation accuracy is early. Rule ≤ 6.
-# * `epoch_ratio`: SGD's epochs to a training MSE of $10^{-3}$ over EigenPro's, same batch size. Rule ≥ 5.
+# * `epoch_ratio`: SGD's epochs to a training MSE of $10^{-2}$ over EigenPro's, same batch size; SGD that does not
+#   get there within `sgd_epochs` epochs counts as `sgd_epochs` (a lower bound). Rule ≥ 5.
 # * `ep2_vs_cholesky`: EigenPro 2's validation predictions against Cholesky's on the ridge system, EigenPro stopped
-#   at a relative residual of $10^{-3}$ (relative norm). Rule ≤ 1e-3.
+#   at a relative residual of $10^{-2}$ (relative norm). Rule ≤ 1e-2.
 # * `ep2_vs_sgd_direct`: on the interpolation problem after `sgd_epochs` epochs, SGD's distance to the direct solve
 #   (validation predictions, relative norm) over EigenPro's, same batch size (the control: SGD). Rule ≥ 10.
 # * `ep3_vs_least_squares`: |EigenPro 3 − least squares on the same centres| in validation accuracy at about $n/10$
 #   centres. Rule ≤ 0.01 (one point).
-# * `ep3_centres_gain`: EigenPro 3's accuracy with $n$ centres minus that with the fewest. Rule ≥ 0.02.
+# * `ep3_centres_gain`: EigenPro 3's accuracy with the most centres drawn from the data (400 in the smoke
+#   profile) minus that with the fewest (25). Rule ≥ 0.02.
 # * `train_split_test_gap`: accuracy on a "test" set drawn from the training split minus held-out accuracy, same
 #   model. Rule ≥ 0.
 #
@@ -485,14 +495,14 @@ checks.claim("resampled_overlap", resampled_overlap, at_most=0.5,
 checks.claim("best_val_iteration", best_t, at_most=6, what="RFM iteration of best validation accuracy")
 checks.claim("epoch_ratio", epoch_ratio, at_least=5,
              what=f"SGD / EigenPro 2 epochs to training MSE {TARGET_MSE:g}, same batch size")
-checks.claim("ep2_vs_cholesky", rel_ep_ridge, at_most=1e-3,
-             what="|f_EP2 - f_Cholesky| / |f_Cholesky| on validation, reg 1e-3, EigenPro stopped at residual 1e-3")
+checks.claim("ep2_vs_cholesky", rel_ep_ridge, at_most=1e-2,
+             what="|f_EP2 - f_Cholesky| / |f_Cholesky| on validation, reg 1e-3, EigenPro stopped at residual 1e-2")
 checks.claim("ep2_vs_sgd_direct", rel_sgd_long / rel_ep_long, at_least=10,
              what=f"SGD / EigenPro 2 distance to the direct interpolating solve after {P.sgd_epochs} epochs")
 checks.claim("ep3_vs_least_squares", float(ep3_gap), at_most=0.01,
              what=f"|EigenPro 3 - least squares on the same {p_tenth} centres| in validation accuracy")
 checks.claim("ep3_centres_gain", float(ep3_gain), at_least=0.02,
-             what="EigenPro 3 accuracy with n centres minus with the fewest")
+             what=f"EigenPro 3 accuracy with {p_most} centres (the most drawn from the data) minus with the fewest")
 checks.claim("train_split_test_gap", leak_acc - heldout_acc, at_least=0.0,
              what="accuracy on a 'test' set drawn from the training split minus held-out accuracy")
 checks.sanity("fixed_subsample_gap", 1 - fixed_overlap, at_most=1e-10,
@@ -530,7 +540,7 @@ full = rfm.book.glue_full_run("eigenpro_dynamics", {
 #   {glue:text}`rel_ep10` after the {glue:text}`ep_epochs` epochs of Gorlla's setting: the small eigendirections of
 #   the Laplace kernel converge slowly, so an RFM solved by EigenPro with few epochs is an early-stopped
 #   interpolant, not the exact one. With a ridge it needed {glue:text}`ep_ridge_epochs` epochs to a residual of
-#   $10^{-3}$, where CG needed {glue:text}`cg_ridge_iters` iterations. EigenPro 3
+#   $10^{-2}$, where CG needed {glue:text}`cg_ridge_iters` iterations. EigenPro 3
 #   fits models whose size is set by the number of centres, close to the least-squares model on those centres.
 # * **Corrected.** Two effects in Gorlla's code are shown with their controls: eigenvector "dynamics" of a fixed
 #   kernel come from resampling the subsample, and accuracy on a test set drawn from the training split overstates

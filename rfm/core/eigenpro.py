@@ -344,20 +344,24 @@ class EigenPro2Solver:
         Store K (None: when it fits in memory).
     seed : int, default 0
         Seeds the subsample and the batch order.
+    idx : index tensor, optional
+        A fixed Nystrom subsample (overrides ``s``), e.g. to follow its eigenvectors across RFM iterations.
     """
 
-    def __init__(self, epochs=10, tol=None, s=2000, q=None, bs=None, bs_max=None, alpha=0.95, store=None, seed=0):
+    def __init__(self, epochs=10, tol=None, s=2000, q=None, bs=None, bs_max=None, alpha=0.95, store=None, seed=0,
+                 idx=None):
         check_number("epochs", epochs, low=1, integer=True)
         if tol is not None:
             check_number("tol", tol, low=0, low_inclusive=False)
         self.epochs, self.tol, self.s, self.q, self.bs, self.bs_max = epochs, tol, s, q, bs, bs_max
-        self.alpha, self.store, self.seed = alpha, store, seed
+        self.alpha, self.store, self.seed, self.idx = alpha, store, seed, idx
         self.last_info = None
 
     def solve(self, kernel, Xt, Y, reg, *, pairs=None, mem_bytes=None) -> SolveResult:
         op = KernelOperator(kernel, Xt, pairs=pairs, mem_bytes=mem_bytes, store=self.store)
         alpha, info = eigenpro2(op, Y, reg, epochs=self.epochs, s=self.s, q=self.q, bs=self.bs,
-                                bs_max=self.bs_max, alpha=self.alpha, tol=self.tol, generator=self.seed)
+                                bs_max=self.bs_max, alpha=self.alpha, tol=self.tol, generator=self.seed,
+                                idx=self.idx)
         self.last_info = info
         st = info.setup
         record = {"ep_epochs": info.epochs, "ep_q": st.q, "ep_bs": st.bs, "ep_eta": st.eta,
