@@ -357,7 +357,8 @@ plt.show()
 # ({glue:text}`gorlla_aligned_1` and {glue:text}`gorlla_aligned_last` with aligned signs); it measures distance from
 # the start, not change per iteration, so it levels off rather than falling once the eigenvectors settle. Validation accuracy is
 # best at iteration {glue:text}`best_t` ({glue:text}`val_acc_best`, against {glue:text}`val_acc_0` for the
-# fixed kernel at iteration 0).
+# fixed kernel at iteration 0); on digits the differences are a few images, and other seeds put the best iteration
+# elsewhere (the Checks).
 #
 # ## The fixed-kernel control, and a "test" set drawn from the training split
 #
@@ -486,57 +487,68 @@ plt.show()
 # %% [markdown]
 # ## Checks
 #
-# Claims, each against a control from the same run:
+# Claims, each against a control from the same run. The thresholds sit beyond the worst of the calibrated seeds
+# 0–4 (smoke profile, the table below; `results/calibration/eigenpro_dynamics.json`). Only 5 of the ten
+# seeds 0–9 are calibrated: on the shared 2-core machine a seed took four to ten minutes, and the session ended before
+# the others ran. The margins below are therefore over 5 seeds, not ten.
 #
 # * `overlap_late_min`: $\min_{t \ge 4} O_t$, the eigenspace overlap between consecutive RFM iterations from
-#   iteration 4 on; the eigenvectors have settled. Rule ≥ 0.85 (calibration below).
+#   iteration 4 on: the eigenvectors have settled. Rule ≥ 0.9 (worst seed 2: 0.9482, margin 0.0482).
 # * `overlap_settles`: $\min_{t \ge 4} O_t - O_1$: late iterations move the eigenspace less than the first feature
-#   update (the control: iteration 1). Rule ≥ 0.05.
-# * `resampled_overlap`: the overlap of the top-20 eigenvectors for the fixed kernel on two independent subsamples
-#   (the artefact): well below 1. Rule ≤ 0.5.
-# * `overlap_rises`: $O_5 - O_2$: the overlap is still rising over the first iterations. Rule ≥ 0.
-# * `best_val_iteration`: the iteration of best validation accuracy is early. Rule ≤ 6.
-# * `val_acc_gap_at_5`: the best validation accuracy minus that at iteration 5: stopping at five iterations loses
-#   little. Rule ≤ 0.01.
+#   update (the control: iteration 1). Rule ≥ 0.15 (worst seed 2: 0.2294, margin 0.0794).
+# * `overlap_rises`: $O_5 - O_2$: the overlap is still rising over the first iterations. Rule ≥ 0.01
+#   (worst seed 4: 0.03265, margin 0.0227).
+# * `resampled_overlap`: the overlap of the fixed kernel's top-20 eigenvectors on two independent subsamples (the
+#   resampling artefact): far below 1. Rule ≤ 0.2 (worst seed 2: 0.08969, margin 0.11).
+# * `best_val_iteration`: the iteration of best validation accuracy. Rule ≤ 7 (worst seed 1: 6, margin 1). This
+#   claim is weak on digits: over the calibrated seeds the best iteration was 0 (the fixed kernel) in some seeds and
+#   up to 6 in others, because the validation accuracy barely moves with the iterations (a few of 360 images); it
+#   would not fail if RFM's accuracy were flat, which it nearly is here.
+# * `val_acc_gap_at_5`: the best validation accuracy minus that at iteration 5: stopping after five iterations loses
+#   little. Rule ≤ 0.025 (worst seed 3: 0.01389, margin 0.0111).
 # * `epoch_ratio`: SGD's epochs to a training MSE of $10^{-2}$ over EigenPro's, same batch size; SGD that does not
-#   get there within `sgd_epochs` epochs counts as `sgd_epochs` (a lower bound). Rule ≥ 5.
+#   get there within `sgd_epochs` epochs counts as `sgd_epochs`, so the value is a lower bound (at every calibrated
+#   seed SGD did not get there). Rule ≥ 10 (worst seed 0: 15, margin 5).
 # * `ep2_vs_cholesky`: EigenPro 2's validation predictions against Cholesky's on the ridge system, EigenPro stopped
-#   at a relative residual of $10^{-2}$ (relative norm). Rule ≤ 1e-2.
+#   at a relative residual of $10^{-2}$ (relative norm). Rule ≤ 5e-3 (worst seed 4: 0.002489, margin 0.00251).
 # * `ep2_vs_sgd_direct`: on the interpolation problem after `sgd_epochs` epochs, SGD's distance to the direct solve
-#   (validation predictions, relative norm) over EigenPro's, same batch size (the control: SGD). Rule ≥ 10.
+#   (validation predictions, relative norm) over EigenPro's, same batch size (the control: SGD). Rule ≥ 30
+#   (worst seed 4: 51.89, margin 21.9).
 # * `ep3_vs_least_squares`: |EigenPro 3 − least squares on the same centres| in validation accuracy at about $n/10$
-#   centres. Rule ≤ 0.01 (one point).
+#   centres. Rule ≤ 0.01, one point (worst seed 4: 0.005556, margin 0.00444).
 # * `ep3_centres_gain`: EigenPro 3's accuracy with the most centres drawn from the data (400 in the smoke
-#   profile) minus that with the fewest (25). Rule ≥ 0.02.
+#   profile) minus that with the fewest (25). Rule ≥ 0.04 (worst seed 0: 0.06667, margin 0.0267).
 # * `train_split_test_gap`: accuracy on a "test" set drawn from the training split minus held-out accuracy, same
-#   model. Rule ≥ 0.
+#   model. Rule ≥ 0 (worst seed 3: 0.005556, margin 0.00556).
 #
 # Sanity (by construction): the fixed kernel's eigenvectors on one subsample agree with themselves to rounding
 # (`fixed_subsample_gap` ≤ 1e-10), and EigenPro's preconditioner does not depend on the number of epochs
 # (`preconditioner_epochs` ≤ 0).
+#
+# The checks hold for the smoke settings; the late-iteration ones need `iters` ≥ 5.
 
 # %%
 checks = rfm.book.Checks("eigenpro_dynamics", P, seed=seed, device=dev, output_dir=output_dir)
-checks.claim("overlap_late_min", float(late.min()), at_least=0.85,
+checks.claim("overlap_late_min", float(late.min()), at_least=0.9,
              what="min over t >= 4 of the top-20 eigenspace overlap of K_{M_t}(S, S) with iteration t - 1")
-checks.claim("overlap_settles", float(late.min() - O.loc[1]), at_least=0.05,
+checks.claim("overlap_settles", float(late.min() - O.loc[1]), at_least=0.15,
              what="min_{t>=4} O_t - O_1 (the first feature update is the control)")
-checks.claim("resampled_overlap", resampled_overlap, at_most=0.5,
+checks.claim("resampled_overlap", resampled_overlap, at_most=0.2,
              what="fixed kernel: top-20 overlap on two independent subsamples (Gorlla's resampling artefact)")
-checks.claim("overlap_rises", float(O.loc[5] - O.loc[2]), at_least=0.0,
+checks.claim("overlap_rises", float(O.loc[5] - O.loc[2]), at_least=0.01,
              what="O_5 - O_2: the overlap still rises over the first iterations")
-checks.claim("best_val_iteration", best_t, at_most=6, what="RFM iteration of best validation accuracy")
-checks.claim("val_acc_gap_at_5", max(val_accs) - val_accs[5], at_most=0.01,
+checks.claim("best_val_iteration", best_t, at_most=7, what="RFM iteration of best validation accuracy")
+checks.claim("val_acc_gap_at_5", max(val_accs) - val_accs[5], at_most=0.025,
              what="best validation accuracy over all iterations minus that at iteration 5")
-checks.claim("epoch_ratio", epoch_ratio, at_least=5,
+checks.claim("epoch_ratio", epoch_ratio, at_least=10,
              what=f"SGD / EigenPro 2 epochs to training MSE {TARGET_MSE:g}, same batch size")
-checks.claim("ep2_vs_cholesky", rel_ep_ridge, at_most=1e-2,
+checks.claim("ep2_vs_cholesky", rel_ep_ridge, at_most=5e-3,
              what="|f_EP2 - f_Cholesky| / |f_Cholesky| on validation, reg 1e-3, EigenPro stopped at residual 1e-2")
-checks.claim("ep2_vs_sgd_direct", rel_sgd_long / rel_ep_long, at_least=10,
+checks.claim("ep2_vs_sgd_direct", rel_sgd_long / rel_ep_long, at_least=30,
              what=f"SGD / EigenPro 2 distance to the direct interpolating solve after {P.sgd_epochs} epochs")
 checks.claim("ep3_vs_least_squares", float(ep3_gap), at_most=0.01,
              what=f"|EigenPro 3 - least squares on the same {p_tenth} centres| in validation accuracy")
-checks.claim("ep3_centres_gain", float(ep3_gain), at_least=0.02,
+checks.claim("ep3_centres_gain", float(ep3_gain), at_least=0.04,
              what=f"EigenPro 3 accuracy with {p_most} centres (the most drawn from the data) minus with the fewest")
 checks.claim("train_split_test_gap", leak_acc - heldout_acc, at_least=0.0,
              what="accuracy on a 'test' set drawn from the training split minus held-out accuracy")
@@ -566,9 +578,13 @@ full = rfm.book.glue_full_run("eigenpro_dynamics", {
 # ## What we reproduced, what we could not, and why
 #
 # * **Reproduced, on digits.** In RFM solved by EigenPro 2, the top eigenvectors of the Nyström matrix
-#   $K_{M_t}(S, S)$ move most at the first feature update and little from iteration 4 on, while $M$ itself settles;
-#   the best validation accuracy comes early ({numref}`fig-eigenpro-dynamics-overlap`). This is Gorlla's claim,
-#   measured on a fixed subsample and on held-out data.
+#   $K_{M_t}(S, S)$ move most at the first feature update and little from iteration 4 on, while $M$ itself settles
+#   ({numref}`fig-eigenpro-dynamics-overlap`). This is Gorlla's claim, measured on a fixed subsample and on held-out
+#   data.
+# * **Not reproduced here: the link to RFM's optimum.** On digits the validation accuracy barely changes with the RFM
+#   iterations (a few of 360 images): over the calibrated seeds the best iteration ranged from 0, the fixed kernel,
+#   to 6, and stopping at iteration 5 cost at most about one and a half points (the Checks). The eigenvectors settle
+#   whether or not the iterations help, so on this data their settling says nothing about when RFM is best.
 # * **Reproduced.** EigenPro 2 gives the kernel ridge regression solution (to {glue:text}`rel_ep_ridge` of
 #   Cholesky's predictions here) with analytic batch and step sizes, and reaches a given training error in many
 #   times fewer epochs than SGD at the same batch size. On the ridge-free interpolation problem it is within
