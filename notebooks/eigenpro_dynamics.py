@@ -488,9 +488,7 @@ plt.show()
 # ## Checks
 #
 # Claims, each against a control from the same run. The thresholds sit beyond the worst of the calibrated seeds
-# 0–5 (smoke profile, the table below; `results/calibration/eigenpro_dynamics.json`). Only 6 of the ten
-# seeds 0–9 are calibrated: on the shared 2-core machine a seed took four to ten minutes, and the session
-# ended before the others ran. The margins below are therefore over 6 seeds, not ten.
+# 0–9 (smoke profile, the table below; `results/calibration/eigenpro_dynamics.json`).
 #
 # * `overlap_late_min`: $\min_{t \ge 4} O_t$, the eigenspace overlap between consecutive RFM iterations from
 #   iteration 4 on: the eigenvectors have settled. Rule ≥ 0.9 (worst seed 2: 0.9482, margin 0.0482).
@@ -515,17 +513,20 @@ plt.show()
 #   (validation predictions, relative norm) over EigenPro's, same batch size (the control: SGD). Rule ≥ 30
 #   (worst seed 5: 50.94, margin 20.9).
 # * `ep3_vs_least_squares`: |EigenPro 3 − least squares on the same centres| in validation accuracy at about $n/10$
-#   centres. Rule ≤ 0.01, one point (worst seed 4: 0.005556, margin 0.00444).
+#   centres. Rule ≤ 0.01, one point (worst seed 9: 0.008333, margin 0.00167).
 # * `ep3_centres_gain`: EigenPro 3's accuracy with the most centres drawn from the data (400 in the smoke
-#   profile) minus that with the fewest (25). Rule ≥ 0.04 (worst seed 0: 0.06667, margin 0.0267).
+#   profile) minus that with the fewest (25). Rule ≥ 0.04 (worst seed 8: 0.06111, margin 0.0211).
 # * `train_split_test_gap`: accuracy on a "test" set drawn from the training split minus held-out accuracy, same
-#   model. Rule ≥ 0 (worst seed 3: 0.005556, margin 0.00556).
+#   model. Rule ≥ 0 (worst seed 6: 0.002778, margin 0.00278).
 #
 # Sanity (by construction): the fixed kernel's eigenvectors on one subsample agree with themselves to rounding
 # (`fixed_subsample_gap` ≤ 1e-10), and EigenPro's preconditioner does not depend on the number of epochs
 # (`preconditioner_epochs` ≤ 0).
 #
-# The checks hold for the smoke settings; the late-iteration ones need `iters` ≥ 5.
+# Two margins are under or near one validation image (1/360 = 0.0028): `ep3_vs_least_squares` keeps the planned
+# one-point rule and one seed came within 0.0017 of it, and `train_split_test_gap` keeps the natural rule ≥ 0 with one
+# seed at a single image. Neither rule was moved to make a seed pass. The checks hold for the smoke settings; the
+# late-iteration ones need `iters` ≥ 5.
 
 # %%
 checks = rfm.book.Checks("eigenpro_dynamics", P, seed=seed, device=dev, output_dir=output_dir)
