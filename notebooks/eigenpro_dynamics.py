@@ -498,12 +498,14 @@ plt.show()
 #   (worst seed 4: 0.03265, margin 0.0227).
 # * `resampled_overlap`: the overlap of the fixed kernel's top-20 eigenvectors on two independent subsamples (the
 #   resampling artefact): far below 1. Rule ≤ 0.2 (worst seed 2: 0.08969, margin 0.11).
-# * `best_val_iteration`: the iteration of best validation accuracy. Rule ≤ 7 (worst seed 1: 6, margin 1). This
+# * `best_val_iteration`: the iteration of best validation accuracy. Rule ≤ 7, raised from a first guess of ≤ 6
+#   that seed 1 met with no margin (worst seed 1: 6, margin 1). This
 #   claim is weak on digits: over the calibrated seeds the best iteration was 0 (the fixed kernel) in some seeds and
 #   up to 6 in others, because the validation accuracy barely moves with the iterations (a few of 360 images); it
 #   would not fail if RFM's accuracy were flat, which it nearly is here.
 # * `val_acc_gap_at_5`: the best validation accuracy minus that at iteration 5: stopping after five iterations loses
-#   little. Rule ≤ 0.025 (worst seed 3: 0.01389, margin 0.0111).
+#   little. Rule ≤ 0.025; the uncalibrated first guess, ≤ 0.01, failed at seed 3 and was raised to this after the
+#   calibration (worst seed 3: 0.01389, margin 0.0111).
 # * `epoch_ratio`: SGD's epochs to a training MSE of $10^{-2}$ over EigenPro's, same batch size; SGD that does not
 #   get there within `sgd_epochs` epochs counts as `sgd_epochs`, so the value is a lower bound (at every calibrated
 #   seed SGD did not get there). Rule ≥ 10 (worst seed 0: 15, margin 5).
