@@ -21,7 +21,7 @@ API = ROOT / "book" / "api"
 PACKAGES = ["rfm", "rfm.nets", "rfm.data"]  # the packages with an __all__
 # Every module the API pages document with `automodule`.
 MODULES = ["rfm.core", "rfm.core.feature_matrix", "rfm.core.kernels", "rfm.core.machine", "rfm.core.agop",
-           "rfm.core.solvers", "rfm.core.coincident", "rfm.core.blocks", "rfm.estimators", "rfm.linear",
+           "rfm.core.solvers", "rfm.core.eigenpro", "rfm.core.coincident", "rfm.core.blocks", "rfm.estimators", "rfm.linear",
            "rfm.metrics", "rfm.utils", "rfm.nets", "rfm.nets.mlp", "rfm.nets.alignment", "rfm.nets.optim",
            "rfm.nets.baselines", "rfm.nets.classifier", "rfm.nets.dynamics", "rfm.nets.catapults", "rfm.nets.stepwise",
            "rfm.nets.parametrisation", "rfm.tuning",

@@ -7,6 +7,7 @@
 * :mod:`~rfm.core.agop`           -- the AGOP of any torch function (autograd), its accumulator
 * :mod:`~rfm.core.solvers`        -- kernel ridge regression: the solve as a strategy (``solver="auto"``, ...)
 * :mod:`~rfm.core.cg`             -- preconditioned conjugate gradients (RPCholesky preconditioner), ``solver="auto"``
+* :mod:`~rfm.core.eigenpro`       -- EigenPro 2 and 3 (Nystrom-preconditioned SGD), ``solver="eigenpro2"``/``"eigenpro3"``
 * :mod:`~rfm.core.coincident`     -- which evaluation points are centres (exact row comparison)
 * :mod:`~rfm.core.blocks`         -- the memory policy: rows per block of kernel values
 

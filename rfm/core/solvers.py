@@ -166,12 +166,24 @@ def _auto():
     return AutoSolver()
 
 
+def _eigenpro2():
+    from .eigenpro import EigenPro2Solver
+    return EigenPro2Solver()
+
+
+def _eigenpro3():
+    from .eigenpro import EigenPro3Solver
+    return EigenPro3Solver()
+
+
 SOLVERS = {
     "auto": _auto,
     "cholesky": lambda: DirectSolver("cholesky"),
     "lu": lambda: DirectSolver("lu"),
     "lstsq": lambda: DirectSolver("lstsq"),
     "cg": _cg,
+    "eigenpro2": _eigenpro2,
+    "eigenpro3": _eigenpro3,
 }
 
 
@@ -181,7 +193,8 @@ def get_solver(solver="auto"):
     ``"auto"`` (:class:`rfm.core.cg.AutoSolver`) is the exact Cholesky solve for small problems and
     preconditioned conjugate gradients above a crossover size; ``"cholesky"``, ``"lu"`` and ``"lstsq"`` are exact
     solves starting from that method; ``"cg"`` is :class:`rfm.core.cg.CGSolver` with its defaults (pass a
-    ``CGSolver(tol=..., rank=...)`` object for other settings)."""
+    ``CGSolver(tol=..., rank=...)`` object for other settings); ``"eigenpro2"`` and ``"eigenpro3"`` are
+    :class:`rfm.core.eigenpro.EigenPro2Solver` and :class:`rfm.core.eigenpro.EigenPro3Solver` with their defaults."""
     if isinstance(solver, str):
         if solver not in SOLVERS:
             raise ValueError(f"unknown solver {solver!r}; known solvers: {sorted(SOLVERS)}, or an object with a "

@@ -1,0 +1,411 @@
+r"""EigenPro 2 and EigenPro 3: preconditioned stochastic gradient solvers for kernel regression.
+
+EigenPro 2 (Ma & Belkin, MLSys 2019) solves K alpha = Y (here (K + reg I) alpha = Y) by mini-batch SGD on the
+coefficients, with a preconditioner that flattens the top of K's spectrum, estimated by Nystrom on a fixed subsample
+S of s points, and with the batch size and step size set analytically from that spectrum. The steps follow the
+authors' code (EigenPro/EigenPro-pytorch, ``eigenpro2/models.py`` and ``utils/eigh.py``):
+
+1. :func:`nystrom_eigensystem`: eigenpairs (lambda_i, e_i) of K(S, S) / s, lambda_1 >= lambda_2 >= ...;
+   beta = max_i k(x_i, x_i) over S.
+2. q: the number of eigenvalues with lambda_i^(-a) < max_bs, minus 1, at least ``min_q``; max_bs =
+   min(max(s / 5, bs_max), s) and a = 0.95. The preconditioner P g = g - V D V^T K(S, X_B) g, with V = e / sqrt(s)
+   and D_ii = (1 - (lambda_q / lambda_i)^a) / lambda_i for i < q, lowers the top eigenvalue from lambda_1 to
+   lambda_1 (lambda_q / lambda_1)^a (= lambda_q at a = 1).
+3. batch size bs = min(floor(beta / lambda~ + 1), bs_max) and step eta = bs / beta below that critical batch, else
+   0.99 * 2 bs / (beta + (bs - 1) lambda~), with lambda~ the new top eigenvalue; the coefficient step is eta / bs.
+4. per batch B: g = K(X_B, X) alpha - Y_B; alpha_B -= (eta / bs) g; alpha_S += (eta / bs) V D V^T K(S, X_B) g.
+
+With q = 1 nothing is flattened: the iteration is plain mini-batch SGD, and with one batch of all n points it is
+Richardson's iteration alpha <- alpha - (eta / n) (K alpha - Y). A ridge reg is EigenPro on the kernel
+k(x, x') + reg [x = x'] (the preconditioner's eigenvalues move by reg / s; none of the authors' codes has a ridge).
+
+EigenPro 3 (Abedsoltan, Belkin & Pandit, ICML 2023) fits a model f = sum_j a_j k(., z_j) on centres Z that need not
+be the data: the same preconditioned stochastic gradient in function space, g = K(Z, X_B) r - K(Z, S) V D V^T
+K(S, X_B) r with r = f(X_B) - Y_B, then a projection back onto span{k(., z_j)}: K(Z, Z) theta = g, and
+a <- a - (eta / bs) theta. The authors solve the projection inexactly with EigenPro 2 iterations on the centres;
+:func:`eigenpro3` does that with ``projection="eigenpro"`` and solves it exactly (one Cholesky factor of K(Z, Z),
+made once) with ``projection="exact"``. The data preconditioner, batch and step here are EigenPro 2's (the authors'
+EigenPro 3 code uses a = 1 and eta = bs / (2 beta)), so that with Z = X and an exact projection EigenPro 3 is
+EigenPro 2 step for step. With centres other than the data the preconditioned iteration does not stop exactly at
+the least-squares model on the centres: its fixed point solves K(Z, X) P r = 0, since the data preconditioner P does
+not preserve span{k(., z_j)}; with q = 1 (no preconditioning) it is projected gradient descent and does
+(:func:`nystrom_krr` is that model).
+
+:class:`EigenPro2Solver` and :class:`EigenPro3Solver` are solver strategies for the estimators
+(``solver="eigenpro2"``, ``"eigenpro3"``). EigenPro 3 inside RFM uses a seeded subset of the training points as
+centres (its coefficients are zero on the other points), so the fitted predictor is an ordinary
+:class:`rfm.KernelMachine`.
+"""
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import torch
+
+from .._checks import check_number
+from ..utils import make_generator
+from .cg import KernelOperator
+from .kernels import Kernel, kernel_matrix
+from .solvers import SolveResult, solve_krr
+
+
+class NystromEigensystem(NamedTuple):
+    """Top eigenpairs of K(S, S) / s on a subsample S: ``values`` (q,) descending, ``vectors`` (s, q) orthonormal,
+    ``idx`` the subsample's indices into the data, ``beta`` the largest k(x, x) on S."""
+
+    values: torch.Tensor
+    vectors: torch.Tensor
+    idx: torch.Tensor
+    beta: float
+
+
+def _subsample(n, s, idx, generator, device):
+    if idx is not None:
+        idx = torch.as_tensor(idx, dtype=torch.long, device=device)
+        if idx.ndim != 1 or len(idx) == 0 or int(idx.min()) < 0 or int(idx.max()) >= n:
+            raise ValueError(f"idx must be a non-empty 1-D tensor of indices in [0, {n}), got {idx!r}")
+        if len(torch.unique(idx)) != len(idx):
+            raise ValueError("idx must not repeat an index (K(S, S) would be singular)")
+        return idx
+    s = n if s is None else int(check_number("s", s, low=1, integer=True))
+    if s >= n:
+        return torch.arange(n, device=device)
+    return torch.randperm(n, generator=make_generator(generator))[:s].to(device)
+
+
+def nystrom_eigensystem(kernel: Kernel, Xt: torch.Tensor, q: int | None = None, *, s: int | None = None,
+                        idx=None, generator=0, pairs=None) -> NystromEigensystem:
+    """Top-``q`` eigenpairs of K(S, S) / s on a subsample S of the (transformed) points ``Xt`` (n, r).
+
+    S is ``idx`` when given, else ``s`` points drawn without replacement by ``generator`` (all points when s is None
+    or at least n). The eigendecomposition is a full ``eigh`` in float64 (s is at most a few thousand); ``q`` None
+    keeps all s pairs. ``pairs`` are the coincident pairs of ``Xt`` (the diagonal by default)."""
+    if not isinstance(Xt, torch.Tensor) or Xt.ndim != 2 or not Xt.is_floating_point():
+        raise TypeError(f"Xt must be a 2-D floating torch tensor (n, r), got {type(Xt).__name__}")
+    n = Xt.shape[0]
+    S = _subsample(n, s, idx, generator, Xt.device)
+    sub_pairs = None
+    if pairs is not None:  # the coincident pairs among S, renumbered 0..s-1 on both sides
+        pos = torch.full((n,), -1, dtype=torch.long, device=pairs[0].device)
+        pos[S.to(pos.device)] = torch.arange(len(S), device=pos.device)
+        r, c = pos[pairs[0]], pos[pairs[1]]
+        keep = (r >= 0) & (c >= 0)
+        sub_pairs = (r[keep], c[keep])
+    K = KernelOperator(kernel, Xt[S], pairs=sub_pairs, store=True).K.to(torch.float64)
+    m = len(S)
+    q = m if q is None else int(check_number("q", q, low=1, high=m, integer=True))
+    evals, evecs = torch.linalg.eigh(0.5 * (K + K.T) / m)
+    values, vectors = evals.flip(0)[:q], evecs.flip(1)[:, :q]
+    return NystromEigensystem(values, vectors, S, float(K.diagonal().max()))
+
+
+def nystrom_factor(kernel: Kernel, Xt: torch.Tensor, eig: NystromEigensystem, *, rtol: float = 1e-10):
+    """F (n, k) with K(X, X) ~ F F^T = K(X, S) K(S, S)^+ K(S, X), the Nystrom approximation from the eigensystem
+    (eigenvalues below ``rtol`` times the largest are dropped). It is exact when K has rank at most the number of
+    kept eigenpairs and S spans it."""
+    keep = eig.values > rtol * float(eig.values[0])
+    s = len(eig.idx)
+    C = kernel_matrix(kernel, Xt, Xt[eig.idx], transformed=True).to(torch.float64)
+    return C @ (eig.vectors[:, keep] / (s * eig.values[keep]).sqrt())
+
+
+class EigenProSetup(NamedTuple):
+    """What EigenPro 2 derives from the Nystrom eigensystem: the kept eigenpairs (``q - 1`` of them), the
+    preconditioner's scaled vectors V D (s, q - 1) and V (s, q - 1), lambda_q, the top eigenvalue before and after
+    preconditioning, beta, and the batch size and step (``eta``: the step per batch, ``eta / bs`` per coefficient)."""
+
+    q: int
+    VD: torch.Tensor
+    V: torch.Tensor
+    idx: torch.Tensor
+    tail: float
+    top: float
+    new_top: float
+    beta: float
+    bs: int
+    eta: float
+
+
+def eigenpro_setup(eig: NystromEigensystem, *, q=None, bs=None, bs_max=None, alpha: float = 0.95, min_q: int = 5,
+                   reg: float = 0.0, n=None) -> EigenProSetup:
+    """EigenPro 2's preconditioner, batch size and step from a Nystrom eigensystem (module docstring, steps 2-3).
+
+    ``q`` None chooses q automatically; ``q = 1`` is no preconditioning (plain SGD). ``bs_max`` is the largest batch
+    the device holds (None: no limit beyond n); ``bs`` forces a batch size. ``reg`` adds reg / s to the eigenvalues
+    and reg to beta (EigenPro on the kernel k + reg [x = x'])."""
+    check_number("alpha", alpha, low=0, high=1, low_inclusive=False)
+    s = len(eig.idx)
+    n = s if n is None else int(n)
+    lam = eig.values + reg / s
+    beta = eig.beta + reg
+    bs_max = n if bs_max is None else int(check_number("bs_max", bs_max, low=1, integer=True))
+    if q is None:
+        max_bs = min(max(s / 5, bs_max), s)
+        q = int((lam.clamp_min(1e-300).pow(-alpha) < max_bs).sum()) - 1
+        q = max(q, min_q)
+    q = int(check_number("q", q, low=1, high=len(lam), integer=True))
+    tail, top = float(lam[q - 1]), float(lam[0])
+    if not tail > 0:
+        raise ValueError(f"the Nystrom eigenvalue lambda_q (q={q}) is {tail:g}: K(S, S) is rank-deficient there; "
+                         "choose a smaller q or a larger reg")
+    head = lam[: q - 1]
+    D = (1 - (tail / head).pow(alpha)) / head
+    V = eig.vectors[:, : q - 1] / math.sqrt(s)
+    new_top = top * (tail / top) ** alpha if q > 1 else top
+    critical = beta / new_top + 1
+    if bs is None:
+        bs = min(int(critical), bs_max, n)
+    bs = int(check_number("bs", bs, low=1, integer=True))
+    eta = bs / beta if bs < critical else 0.99 * 2 * bs / (beta + (bs - 1) * new_top)
+    return EigenProSetup(q, V * D, V, eig.idx, tail, top, new_top, beta, bs, eta)
+
+
+class EigenProInfo(NamedTuple):
+    """How an EigenPro run went: the setup, the epochs run, and per epoch (after it) the training MSE and the
+    relative residual ``|(K + reg I) alpha - Y|_F / |Y|_F`` (empty when not tracked)."""
+
+    setup: EigenProSetup
+    epochs: int
+    train_mse: list
+    relres: list
+
+
+def _check_Y(Y, n):
+    if not isinstance(Y, torch.Tensor) or Y.ndim not in (1, 2) or Y.shape[0] != n:
+        raise ValueError(f"Y must be a tensor of shape (n,) or (n, c) with n = {n}, got "
+                         f"{tuple(getattr(Y, 'shape', ()))}")
+    if not bool(torch.isfinite(Y).all()):
+        raise ValueError("Y contains NaN or infinite values")
+    return Y if Y.ndim == 2 else Y[:, None]
+
+
+def eigenpro2(op: KernelOperator, Y: torch.Tensor, reg: float = 0.0, *, epochs: int = 10, s: int | None = 2000,
+              q=None, bs=None, bs_max=None, alpha: float = 0.95, tol: float | None = None, track: bool = False,
+              generator=0, idx=None, x0=None):
+    """Solve (K + reg I) alpha = Y by EigenPro 2 (module docstring) on a kernel operator (``KernelOperator``).
+
+    Parameters
+    ----------
+    op : KernelOperator
+        K(X, X); batches use its columns K[:, B] (stored or made on the fly).
+    Y : torch.Tensor, shape (n,) or (n, c)
+    reg : float, default 0
+    epochs : int, default 10
+        Passes over the data.
+    s : int or None, default 2000
+        Nystrom subsample size (the authors': 2,000 below 1e5 points); None or >= n uses all points.
+    q, bs, bs_max, alpha
+        See :func:`eigenpro_setup`.
+    tol : float or None
+        Stop after the first epoch whose relative residual is at most ``tol`` (one extra K product per epoch).
+    track : bool, default False
+        Record the training MSE and the relative residual after every epoch (one K product per epoch).
+    generator : int or torch.Generator
+        Seeds the subsample and the batch order.
+    idx : index tensor, optional
+        The Nystrom subsample (overrides ``s``).
+    x0 : torch.Tensor, optional
+        Starting coefficients (default zero).
+
+    Returns ``(alpha, EigenProInfo)``, alpha in Y's shape and dtype."""
+    n = op.shape[0]
+    Y2 = _check_Y(Y, n)
+    check_number("reg", reg, low=0)
+    epochs = int(check_number("epochs", epochs, low=0, integer=True))
+    g = make_generator(generator)
+    eig = nystrom_eigensystem(op.kernel, op.Xt, s=s, idx=idx, generator=g, pairs=op.pairs)
+    setup = eigenpro_setup(eig, q=q, bs=bs, bs_max=bs_max, alpha=alpha, reg=reg, n=n)
+    dt = Y2.dtype
+    A = torch.zeros_like(Y2) if x0 is None else (x0 if x0.ndim == 2 else x0[:, None]).to(dt).clone()
+    VD, V, S = setup.VD.to(dt), setup.V.to(dt), setup.idx
+    step = setup.eta / setup.bs
+    ynorm = float(Y2.norm()) or 1.0
+    mses, rels = [], []
+    ep = 0
+    for ep in range(1, epochs + 1):
+        for B in torch.randperm(n, generator=g).to(Y2.device).split(setup.bs):
+            C = op.columns(B).to(dt)                       # K(X, X_B), (n, b)
+            G = C.T @ A - Y2[B]
+            if reg:
+                G = G + reg * A[B]
+            A[B] -= step * G
+            if setup.q > 1:
+                KSB = C[S]
+                if reg:  # the ridge's delta kernel where S meets B
+                    KSB = KSB.clone()
+                    pos = torch.full((n,), -1, dtype=torch.long, device=A.device)
+                    pos[S] = torch.arange(len(S), device=A.device)
+                    inS = pos[B] >= 0
+                    KSB[pos[B][inS], inS.nonzero()[:, 0]] += reg
+                A[S] += step * (VD @ (V.T @ (KSB @ G)))
+        if track or tol is not None:
+            KA = op.matmul(A)
+            R = KA + reg * A - Y2
+            if track:
+                mses.append(float((KA - Y2).square().mean()))
+                rels.append(float(R.norm()) / ynorm)
+            if tol is not None and float(R.norm()) / ynorm <= tol:
+                break
+    alpha_ = A if Y.ndim == 2 else A[:, 0]
+    return alpha_, EigenProInfo(setup, ep, mses, rels)
+
+
+def eigenpro3(kernel: Kernel, Xt: torch.Tensor, Y: torch.Tensor, Zt: torch.Tensor, *, epochs: int = 10,
+              s: int | None = 2000, q=None, bs=None, bs_max=None, alpha: float = 0.95, projection: str = "exact",
+              projection_epochs: int = 2, generator=0, idx=None, jitter: float = 1e-7, X_val=None, Y_val=None):
+    """Fit f = sum_j a_j k(., z_j) on centres ``Zt`` (p, r) to data ``Xt`` (n, r), ``Y`` by EigenPro 3.
+
+    Each batch B: r = K(X_B, Z) a - Y_B, the preconditioned functional gradient g = K(Z, X_B) r - K(Z, S) V D V^T
+    K(S, X_B) r (EigenPro 2's data preconditioner on a Nystrom subsample S of the data), the projection
+    K(Z, Z) theta = g, and a <- a - (eta / bs) theta. ``projection="exact"`` solves the projection with a Cholesky
+    factor of K(Z, Z) + jitter * p I made once; ``"eigenpro"`` runs ``projection_epochs`` of EigenPro 2 on the
+    centres, as the authors do. Memory: K(Z, Z) (p x p, for the exact projection) and K(X_B, Z); never n x n.
+    With ``X_val``, ``Y_val`` the validation MSE is recorded per epoch.
+
+    Returns ``(a, EigenProInfo)``; the info's ``train_mse`` is the MSE on a batch-by-batch pass after each epoch, and
+    its ``relres`` holds the validation MSE when given."""
+    n = Xt.shape[0]
+    Y2 = _check_Y(Y, n)
+    if not isinstance(Zt, torch.Tensor) or Zt.ndim != 2 or Zt.shape[1] != Xt.shape[1]:
+        raise ValueError(f"Zt must be a (p, {Xt.shape[1]}) tensor of centres, got {tuple(getattr(Zt, 'shape', ()))}")
+    if projection not in ("exact", "eigenpro"):
+        raise ValueError(f"projection must be 'exact' or 'eigenpro', got {projection!r}")
+    epochs = int(check_number("epochs", epochs, low=0, integer=True))
+    g = make_generator(generator)
+    eig = nystrom_eigensystem(kernel, Xt, s=s, idx=idx, generator=g)
+    setup = eigenpro_setup(eig, q=q, bs=bs, bs_max=bs_max, alpha=alpha, n=n)
+    dt = Y2.dtype
+    p = Zt.shape[0]
+    Zop = KernelOperator(kernel, Zt, store=True)
+    if projection == "exact":
+        KZ = Zop.K.to(torch.float64).clone()
+        KZ.diagonal().add_(jitter * float(KZ.diagonal().mean()))
+        L = torch.linalg.cholesky(KZ)
+    VD, V = setup.VD.to(dt), setup.V.to(dt)
+    XS = Xt[setup.idx]
+    KZS = kernel_matrix(kernel, Zt, XS, transformed=True).to(dt)   # (p, s)
+    step = setup.eta / setup.bs
+    a = torch.zeros(p, Y2.shape[1], dtype=dt, device=Xt.device)
+    mses, vals = [], []
+
+    def project(G):
+        if projection == "exact":
+            return torch.cholesky_solve(G.to(torch.float64), L).to(dt)
+        theta, _ = eigenpro2(Zop, G, epochs=projection_epochs, s=min(p, 2000), generator=g)
+        return theta
+
+    ep = 0
+    for ep in range(1, epochs + 1):
+        for B in torch.randperm(n, generator=g).to(Xt.device).split(setup.bs):
+            KBZ = kernel_matrix(kernel, Xt[B], Zt, transformed=True).to(dt)      # (b, p)
+            R = KBZ @ a - Y2[B]
+            G = KBZ.T @ R
+            if setup.q > 1:
+                KSB = kernel_matrix(kernel, XS, Xt[B], transformed=True).to(dt)  # (s, b)
+                G = G - KZS @ (VD @ (V.T @ (KSB @ R)))
+            a -= step * project(G)
+        mses.append(float(sum((kernel_matrix(kernel, Xt[B], Zt, transformed=True).to(dt) @ a - Y2[B])
+                              .square().sum() for B in torch.arange(n).split(4096)) / Y2.numel()))
+        if X_val is not None:
+            pv = kernel_matrix(kernel, X_val, Zt, transformed=True).to(dt) @ a
+            Yv = Y_val if Y_val.ndim == 2 else Y_val[:, None]
+            vals.append(float((pv - Yv).square().mean()))
+    return (a if Y.ndim == 2 else a[:, 0]), EigenProInfo(setup, ep, mses, vals)
+
+
+def nystrom_krr(kernel: Kernel, Xt: torch.Tensor, Y: torch.Tensor, Zt: torch.Tensor, reg: float = 0.0):
+    """The exact least-squares model on centres Z: ``a = argmin |K(X, Z) a - Y|^2 + reg a^T K(Z, Z) a``, solved as
+    (K(Z, X) K(X, Z) + reg K(Z, Z)) a = K(Z, X) Y in float64 (the solution EigenPro 3 approaches)."""
+    KXZ = kernel_matrix(kernel, Xt, Zt, transformed=True).to(torch.float64)
+    A = KXZ.T @ KXZ
+    if reg:
+        A = A + reg * kernel_matrix(kernel, Zt, transformed=True).to(torch.float64)
+    Y2 = Y if Y.ndim == 2 else Y[:, None]
+    a, _ = solve_krr(A, KXZ.T @ Y2.to(torch.float64), 1e-10 * float(A.diagonal().mean()), check_symmetric=False)
+    a = a.to(Y.dtype)
+    return a if Y.ndim == 2 else a[:, 0]
+
+
+class EigenPro2Solver:
+    """Kernel ridge regression by EigenPro 2, as a solver strategy for the estimators (``solver="eigenpro2"``).
+
+    Parameters
+    ----------
+    epochs : int, default 10
+        Passes over the data (the most; fewer when ``tol`` is reached).
+    tol : float or None, default None
+        Stop once the relative residual ``|(K + reg I) alpha - Y| / |Y|`` is at most tol (checked after each epoch).
+    s : int, default 2000
+        Nystrom subsample size.
+    q, bs, bs_max, alpha
+        See :func:`eigenpro_setup` (None: the authors' automatic choices).
+    store : bool or None, default None
+        Store K (None: when it fits in memory).
+    seed : int, default 0
+        Seeds the subsample and the batch order.
+    idx : index tensor, optional
+        A fixed Nystrom subsample (overrides ``s``), e.g. to follow its eigenvectors across RFM iterations.
+    """
+
+    def __init__(self, epochs=10, tol=None, s=2000, q=None, bs=None, bs_max=None, alpha=0.95, store=None, seed=0,
+                 idx=None):
+        check_number("epochs", epochs, low=1, integer=True)
+        if tol is not None:
+            check_number("tol", tol, low=0, low_inclusive=False)
+        self.epochs, self.tol, self.s, self.q, self.bs, self.bs_max = epochs, tol, s, q, bs, bs_max
+        self.alpha, self.store, self.seed, self.idx = alpha, store, seed, idx
+        self.last_info = None
+
+    def solve(self, kernel, Xt, Y, reg, *, pairs=None, mem_bytes=None) -> SolveResult:
+        op = KernelOperator(kernel, Xt, pairs=pairs, mem_bytes=mem_bytes, store=self.store)
+        alpha, info = eigenpro2(op, Y, reg, epochs=self.epochs, s=self.s, q=self.q, bs=self.bs,
+                                bs_max=self.bs_max, alpha=self.alpha, tol=self.tol, generator=self.seed,
+                                idx=self.idx)
+        self.last_info = info
+        st = info.setup
+        record = {"ep_epochs": info.epochs, "ep_q": st.q, "ep_bs": st.bs, "ep_eta": st.eta,
+                  "ep_top_eigval": st.top, "ep_new_top_eigval": st.new_top}
+        return SolveResult(alpha, "eigenpro2", None, info=record, K=op.K)
+
+    def __repr__(self):
+        return f"EigenPro2Solver(epochs={self.epochs!r}, tol={self.tol!r}, s={self.s!r}, q={self.q!r})"
+
+
+class EigenPro3Solver:
+    """Kernel regression on a subset of the training points as centres, by EigenPro 3 (``solver="eigenpro3"``).
+
+    The centres are ``centres`` training points drawn by ``seed`` (an int, or a fraction of n when below 1); the
+    returned coefficients are zero on the other points. ``reg`` is ignored: EigenPro 3 fits the centres' model to
+    the data without a ridge (the number of centres and early stopping regularise).
+
+    Parameters
+    ----------
+    centres : int or float, default 0.1
+    epochs : int, default 10
+    s : int, default 2000
+    projection : {"exact", "eigenpro"}, default "exact"
+    seed : int, default 0
+    """
+
+    def __init__(self, centres=0.1, epochs=10, s=2000, projection="exact", seed=0):
+        check_number("centres", centres, low=0, low_inclusive=False)
+        check_number("epochs", epochs, low=1, integer=True)
+        self.centres, self.epochs, self.s, self.projection, self.seed = centres, epochs, s, projection, seed
+        self.last_info = None
+
+    def solve(self, kernel, Xt, Y, reg, *, pairs=None, mem_bytes=None) -> SolveResult:
+        n = Xt.shape[0]
+        p = int(round(self.centres * n)) if self.centres < 1 else int(self.centres)
+        p = max(1, min(p, n))
+        Zi = torch.randperm(n, generator=make_generator(self.seed))[:p].to(Xt.device)
+        a, info = eigenpro3(kernel, Xt, Y, Xt[Zi], epochs=self.epochs, s=self.s, projection=self.projection,
+                            generator=self.seed)
+        self.last_info = info
+        alpha = torch.zeros((n,) + tuple(Y.shape[1:]), dtype=Y.dtype, device=Y.device)
+        alpha[Zi] = a
+        record = {"ep_epochs": info.epochs, "ep_q": info.setup.q, "ep_bs": info.setup.bs, "ep_centres": p}
+        return SolveResult(alpha, "eigenpro3", None, info=record)
+
+    def __repr__(self):
+        return f"EigenPro3Solver(centres={self.centres!r}, epochs={self.epochs!r}, projection={self.projection!r})"
