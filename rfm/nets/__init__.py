@@ -13,6 +13,8 @@
 * :mod:`rfm.nets.dynamics` -- training dynamics beyond the kernel regime: the linearised and the quadratic model
   (NQM) of any network, the empirical NTK and its sharpness, learning rates as multiples of 2 / lambda_0, a spike
   counter, and a closed-form fast path for two-layer ReLU networks
+* :mod:`rfm.nets.fact` -- the Features at Convergence Theorem per layer (W^T W against the FACT matrix), and
+  L-BFGS polishing of a weight-decayed loss to a critical point
 """
 from .mlp import (ACTIVATIONS, INITS, LOSSES, MLP, OPTIMIZERS, format_nfa_table, layer_agop, nfa_table, nfm,
                   num_threads, train)
@@ -20,9 +22,10 @@ from . import alignment, optim  # noqa: E402
 from . import baselines  # noqa: E402
 from . import classifier  # noqa: E402
 from . import dynamics  # noqa: E402
+from . import fact  # noqa: E402
 from .baselines import (column_norm_matched_weights, matched_network, matched_nfa,  # noqa: E402
                         spectrum_matched_weights)
 
-__all__ = ["ACTIVATIONS", "INITS", "LOSSES", "MLP", "OPTIMIZERS", "alignment", "baselines", "classifier", "dynamics",
+__all__ = ["ACTIVATIONS", "INITS", "LOSSES", "MLP", "OPTIMIZERS", "alignment", "baselines", "classifier", "dynamics", "fact",
            "column_norm_matched_weights", "format_nfa_table", "layer_agop", "matched_network", "matched_nfa",
            "nfa_table", "nfm", "num_threads", "optim", "spectrum_matched_weights", "train"]
