@@ -47,7 +47,8 @@
 # (derived below), and every setting is ours unless the text says where it was read. The paper's tabular means are
 # not quoted: we did not read them in the paper.
 #
-# The smoke profile takes about a minute alone on this book's 2-core CPU (in the run shown here: the network
+# The smoke profile took 15 s on this book's 2-core CPU when it was idle (seed 0, `scripts/rerun.py`), about a
+# minute under moderate load (in the run shown here: the network
 # {glue:text}`net_seconds` s, grokking {glue:text}`grok_seconds` s, the parity sweep {glue:text}`par_seconds` s and the
 # tables {glue:text}`tab_seconds` s); during the calibration, with the CPU shared by many jobs, each seed took about
 # nine minutes.
