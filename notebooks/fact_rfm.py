@@ -50,7 +50,7 @@
 # The smoke profile took 15 s on this book's 2-core CPU when it was idle (seed 0, `scripts/rerun.py`), about a
 # minute under moderate load (in the run shown here: the network
 # {glue:text}`net_seconds` s, grokking {glue:text}`grok_seconds` s, the parity sweep {glue:text}`par_seconds` s and the
-# tables {glue:text}`tab_seconds` s); during the calibration, with the CPU shared by many jobs, each seed took about
+# tables {glue:text}`tab_seconds` s); during the calibration, with the CPU shared by many jobs, each seed took one to
 # nine minutes.
 
 # %% tags=["remove-cell"]
