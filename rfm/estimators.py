@@ -6,6 +6,11 @@ The loop (Radhakrishnan, Beaglehole, Pandit & Belkin, Science 2024), for t = 0, 
 2. record  train/validation metrics of f_t(z) = K_{M_t}(z, X) alpha_t
 3. update  M_{t+1} = normalize(AGOP(f_t)^agop_power)               (skipped after the last solve)
 
+Step 3 is pluggable (``update``): ``"agop"`` (the default, above), the FACT-RFM updates of Boix-Adsera et al.
+(``"fact"``: M = normalize((F F^T)^{1/2}), ``"fact_geometric"``: M = normalize((F M_t^2 F^T)^{1/4}), with F the
+kernel FACT of f_t, :mod:`rfm.core.fact`), or a callable ``update(machine, M_t) -> S`` returning a symmetric PSD
+(d, d) matrix (or a (d,) diagonal), after which M = normalize(S^agop_power).
+
 with M_0 = I (or ``M_init``). ``iters`` counts feature updates, so ``iters=0`` is plain kernel ridge regression and
 the history holds ``iters + 1`` records. Conventions, all explicit parameters: ``agop_power`` (1 in the Science
 paper and xRFM, 1/2 in the grokking paper), ``normalize`` ("max" in the RFM package and xRFM, None in the grokking
@@ -35,6 +40,7 @@ from tqdm import tqdm
 
 from ._checks import DegenerateAGOPError, check_choice, check_matrix, check_number, check_targets, resolve_dtype
 from .core.coincident import find_pairs
+from .core.fact import UPDATES, fact_update_target, kernel_fact
 from .core.feature_matrix import NORMALIZATIONS, FeatureMatrix, as_feature_matrix, feature_matrix_from_agop
 from .core.kernels import Kernel, get_kernel
 from .core.machine import KernelMachine
@@ -50,7 +56,7 @@ class _BaseRFM(BaseEstimator):
     def __init__(self, kernel="laplace", bandwidth=None, exponent=None, reg=1e-3, iters=5, agop_power=1.0,
                  centre=False, normalize="max", diag=False, rank=None, M_init=None, max_agop_points=20_000,
                  solver="auto", mem_gb=None, device=None, dtype="float32", random_state=0, callback=None,
-                 verbose=False):
+                 verbose=False, update="agop"):
         self.kernel = kernel
         self.bandwidth = bandwidth
         self.exponent = exponent
@@ -70,6 +76,7 @@ class _BaseRFM(BaseEstimator):
         self.random_state = random_state
         self.callback = callback
         self.verbose = verbose
+        self.update = update
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -111,6 +118,18 @@ class _BaseRFM(BaseEstimator):
             check_number("mem_gb", self.mem_gb, low=0, low_inclusive=False)
         if self.callback is not None and not callable(self.callback):
             raise TypeError(f"callback must be callable as callback(model, record), got {self.callback!r}")
+        if not callable(self.update):
+            if not isinstance(self.update, str):
+                raise TypeError(f"update must be one of {list(UPDATES)} or a callable update(machine, M) -> S, got "
+                                f"{self.update!r}")
+            check_choice("update", self.update, UPDATES)
+            if self.update != "agop":
+                if self.agop_power != 1.0:
+                    raise ValueError(f"update={self.update!r} carries its own exponent; agop_power applies to the "
+                                     f"AGOP and to a callable update only: leave it at 1.0 (got {self.agop_power!r})")
+                if self.centre:
+                    raise ValueError(f"centre=True centres the AGOP's gradients; it has no meaning for "
+                                     f"update={self.update!r}: set centre=False")
         rs = self.random_state
         if not (rs is None or isinstance(rs, np.random.RandomState)
                 or (isinstance(rs, numbers.Integral) and not isinstance(rs, bool))):
@@ -181,9 +200,8 @@ class _BaseRFM(BaseEstimator):
             best = self._keep_best(best, machine, record)                      # 2. record, keep the best iterate
             stop = self._notify(run, machine, history + [record], record)
             if t < self.iters and not stop:
-                A = machine.agop(centre=self.centre, diag=self.diag, max_points=self.max_agop_points,
-                                 generator=run.generator, pairs=run.pairs, K=K)  # 3. AGOP of the predictor
-                fm, stop = self._update(A, fm, t, run)                         # 4. M = normalize(AGOP^power)
+                A = self._update_target(machine, fm, run, K)                   # 3. AGOP (or FACT) of f_t
+                fm, stop = self._update(A, fm, t, run)                         # 4. M = normalize(A^power)
             del K                                                              # free K(X, X) before the next solve
             record["time_s"] = time.perf_counter() - t0
             history.append(record)
@@ -246,9 +264,23 @@ class _BaseRFM(BaseEstimator):
         view._set_fitted(machine, history, record["iteration"], run.fitted)
         return bool(self.callback(view, record))
 
+    def _update_target(self, machine, fm, run, K):
+        """The matrix that step 4 maps to M: the AGOP, the FACT-RFM target, or the callable's output."""
+        if callable(self.update):
+            S = self.update(machine, fm.dense(device=run.device))
+            if not isinstance(S, torch.Tensor):
+                S = torch.as_tensor(np.asarray(S, dtype=np.float64))
+            return S.detach().to(device=run.device, dtype=torch.float64)
+        if self.update == "agop":
+            return machine.agop(centre=self.centre, diag=self.diag, max_points=self.max_agop_points,
+                                generator=run.generator, pairs=run.pairs, K=K)
+        M = fm.dense(device=run.device) if self.update == "fact_geometric" else None
+        return fact_update_target(self.update, machine, M, pairs=run.pairs)
+
     def _update(self, A, fm, t, run):
+        power = self.agop_power if (callable(self.update) or self.update == "agop") else 1.0
         try:
-            return feature_matrix_from_agop(A, power=self.agop_power, normalize=self.normalize, diag=self.diag,
+            return feature_matrix_from_agop(A, power=power, normalize=self.normalize, diag=self.diag,
                                             rank=self.rank).to(device=run.device), False
         except DegenerateAGOPError as exc:
             warnings.warn(f"{type(self).__name__}: {exc}. M is kept as it was and the loop stops after iteration "
@@ -310,6 +342,12 @@ class _BaseRFM(BaseEstimator):
                                diag=self.diag if diag is None else diag)
         return A if X is None or isinstance(X, torch.Tensor) else A.cpu().numpy()
 
+    def fact(self):
+        """The kernel FACT (1/n) sum_i sum_c alpha_ic grad f_c(x_i) x_i^T of the fitted predictor over its training
+        points (:func:`rfm.core.fact.kernel_fact`), float64 (d, d), not symmetric in general."""
+        check_is_fitted(self, "machine_")
+        return kernel_fact(self.machine_)
+
     def gradients(self, X):
         """Per-point input gradients of the raw outputs, shape (n_samples, n_outputs, n_features)."""
         Xt, np_dtype = self._prepare(X)
@@ -360,6 +398,11 @@ class RFMRegressor(RegressorMixin, _BaseRFM):
         return True to stop.
     verbose : bool, default False
         Show a progress bar.
+    update : {"agop", "fact", "fact_geometric"} or callable, default "agop"
+        The feature update (step 3 of the loop): the AGOP, the FACT-RFM update M = (F F^T)^{1/2} or its
+        geometric-mean variant M = (F M^2 F^T)^{1/4} (F the kernel FACT, :mod:`rfm.core.fact`; these ignore
+        ``agop_power`` and ``max_agop_points`` and refuse ``centre``), or ``update(machine, M) -> S`` (S symmetric
+        PSD, then M = normalize(S^agop_power)).
 
     Attributes
     ----------

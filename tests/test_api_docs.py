@@ -20,14 +20,15 @@ ROOT = Path(__file__).resolve().parent.parent
 API = ROOT / "book" / "api"
 PACKAGES = ["rfm", "rfm.nets", "rfm.data"]  # the packages with an __all__
 # Every module the API pages document with `automodule`.
-MODULES = ["rfm.core", "rfm.core.feature_matrix", "rfm.core.kernels", "rfm.core.machine", "rfm.core.agop",
+MODULES = ["rfm.core", "rfm.core.feature_matrix", "rfm.core.kernels", "rfm.core.machine", "rfm.core.agop", "rfm.core.fact",
            "rfm.core.solvers", "rfm.core.eigenpro", "rfm.core.coincident", "rfm.core.blocks", "rfm.estimators", "rfm.linear",
            "rfm.metrics", "rfm.utils", "rfm.nets", "rfm.nets.mlp", "rfm.nets.alignment", "rfm.nets.optim",
            "rfm.nets.baselines", "rfm.nets.classifier", "rfm.nets.dynamics", "rfm.nets.catapults", "rfm.nets.stepwise",
-           "rfm.nets.parametrisation", "rfm.tuning",
+           "rfm.nets.parametrisation", "rfm.nets.fact", "rfm.tuning",
            "rfm.data", "rfm.data.datasets",
-           "rfm.data.modular", "rfm.data.images", "rfm.data.tabular", "rfm.tabular", "rfm.book", "rfm.book.plots",
-           "rfm.conv", "rfm.icl", "rfm.transfer", "rfm.matrix_inversion", "rfm.infinite_depth", "rfm.data.dirichlet"]
+           "rfm.data.modular", "rfm.data.images", "rfm.data.parity", "rfm.data.tabular", "rfm.tabular", "rfm.book",
+           "rfm.book.plots", "rfm.conv", "rfm.icl", "rfm.transfer", "rfm.matrix_inversion", "rfm.infinite_depth",
+           "rfm.data.dirichlet"]
 
 
 def api_pages() -> list[Path]:
