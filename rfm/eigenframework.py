@@ -97,15 +97,18 @@ def learnabilities(eigvals, kappa: float):
 def effective_regularization(eigvals, n: float, ridge: float = 0.0) -> float:
     """kappa > 0 solving sum_i lambda_i / (lambda_i + kappa) + ridge / kappa = n.
 
-    With ``ridge = 0`` a solution exists only when n is smaller than the number of positive eigenvalues (ridgeless
-    regression interpolates n points only with more than n modes); otherwise this is an error."""
+    With ``ridge = 0`` and n larger than the number of positive eigenvalues p, ridgeless regression is least squares
+    on p modes and kappa = 0 (every mode learnt, E_0 = n / (n - p)); n = p is the interpolation threshold, where
+    the risk diverges: an error."""
     lam = _spectrum(eigvals)
     n = check_number("n", n, low=0, low_inclusive=False)
     ridge = check_number("ridge", ridge, low=0)
     pos = int((lam > 0).sum())
-    if ridge == 0 and n >= pos:
-        raise ValueError(f"with ridge = 0 the effective regularisation needs n < the number of positive eigenvalues "
-                         f"({pos}), got n = {n}: ridgeless regression cannot interpolate more points than modes")
+    if ridge == 0 and n > pos:
+        return 0.0                         # least squares on the pos modes: every one is learnt, kappa -> 0
+    if ridge == 0 and n == pos:
+        raise ValueError(f"with ridge = 0 and n equal to the number of positive eigenvalues ({pos}) the risk "
+                         f"diverges (the interpolation threshold): use a positive ridge or another n")
     f = lambda kap: (lam / (lam + kap)).sum() + ridge / kap - n                        # noqa: E731 (decreasing)
     hi = max(lam.sum() / n, ridge / n, lam.max()) * 1e3 + 1e-300
     lo = max(lam[lam > 0].min(), 1e-300) * 1e-30
@@ -138,10 +141,10 @@ def krr_risk(eigvals, coeffs, n: float, ridge: float = 0.0, noise: float = 0.0) 
     v = _coeffs(coeffs, lam.size)
     noise = check_number("noise", noise, low=0)
     kappa = effective_regularization(lam, n, ridge)
-    L = lam / (lam + kappa)
+    L = np.where(lam > 0, lam / np.maximum(lam + kappa, np.finfo(float).tiny), 0.0)
     e0 = n / (n - (L ** 2).sum())
     test = e0 * (((1 - L) ** 2 * v ** 2).sum() + noise)
-    train = (ridge / (n * kappa)) ** 2 * test
+    train = ((n - L.sum()) / n) ** 2 * test           # ridge / kappa = n - sum L_i (also in the limit ridge -> 0)
     return KRRRisk(float(test), float(train), float(kappa), float(e0))
 
 
@@ -314,7 +317,7 @@ def gaussian_design_risks(eigvals, coeffs, n: int, ridges, *, k: int | None = No
     the kernel limit, KRR with K(x, x') = x^T Lambda x'; with an integer k it is ridge regression on the k random
     features Phi(x) = G Lambda^(1/2) x / sqrt(k), G with N(0, 1) entries, whose kernel tends to the same limit as k
     grows (the construction of the "more is better" paper's Gaussian experiments). The learnt function is linear,
-    f(x) = u . x, so its test risk is exact: |u - v|^2 + sigma^2 (no test set). Returns two arrays, one value per
+    f(x) = u . x, so its test risk is exact: ``norm(u - v)^2 + sigma^2`` (no test set). Returns two arrays, one value per
     ridge."""
     lam = _spectrum(eigvals)
     v = torch.as_tensor(_coeffs(coeffs, lam.size))

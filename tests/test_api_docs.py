@@ -26,7 +26,7 @@ MODULES = ["rfm.core", "rfm.core.feature_matrix", "rfm.core.kernels", "rfm.core.
            "rfm.nets.baselines", "rfm.nets.classifier", "rfm.nets.dynamics", "rfm.nets.catapults",
            "rfm.data", "rfm.data.datasets",
            "rfm.data.modular", "rfm.data.images", "rfm.data.tabular", "rfm.tabular", "rfm.book", "rfm.book.plots",
-           "rfm.conv", "rfm.icl", "rfm.transfer"]
+           "rfm.conv", "rfm.icl", "rfm.transfer", "rfm.eigenframework"]
 
 
 def api_pages() -> list[Path]:

@@ -20,10 +20,13 @@ def test_kappa_matches_brute_force_root():
         assert (lam / (lam + kap)).sum() + ridge / kap == pytest.approx(n, rel=1e-9)
 
 
-def test_ridgeless_kappa_needs_more_modes_than_samples():
-    with pytest.raises(ValueError, match="cannot interpolate"):
+def test_ridgeless_kappa_interpolation_threshold_and_least_squares():
+    with pytest.raises(ValueError, match="threshold"):
         effective_regularization(np.ones(10), 10, 0.0)
     assert effective_regularization(np.ones(10), 5, 0.0) == pytest.approx(1.0)    # 10/(1+k) = 5
+    # n > modes: least squares on 10 directions, E_0 = n / (n - 10), train = noise (1 - 10/n)
+    r = krr_risk(np.ones(10), np.ones(10), 40, 0.0, 0.3)
+    assert (r.kappa, r.e0, r.test, r.train) == pytest.approx((0.0, 4 / 3, 0.4, 0.3 * 0.75))
 
 
 def test_krr_prediction_matches_monte_carlo_on_gaussian_design():
