@@ -91,7 +91,7 @@ P_ = rfm.book.settings(
     profile,
     smoke=dict(P=4000, alpha=1.5, noise=0.01, n_fixed=128, k_fixed=128, log2_max=10, trials=6, digits="digits",
                flip=0.1),
-    full=dict(P=16000, alpha=1.5, noise=0.01, n_fixed=1024, k_fixed=1024, log2_max=12, trials=20, digits="mnist",
+    full=dict(P=8000, alpha=1.5, noise=0.01, n_fixed=512, k_fixed=512, log2_max=12, trials=10, digits="mnist",
               flip=0.1),
     P=P, alpha=alpha, noise=noise, n_fixed=n_fixed, k_fixed=k_fixed, log2_max=log2_max, trials=trials,
     digits=digits, flip=flip)
@@ -626,7 +626,7 @@ full = rfm.book.glue_full_run("overparameterisation_and_overfitting", {
 #   same noise. The cost of overfitting separated a spiked, a power-law and an exponential spectrum into the
 #   benign, tempered and catastrophic patterns over the range of $n$ run, stayed below $E_0$, and matched the
 #   eigenframework on Gaussian designs and, for the Laplace kernel, on digits with noisy labels.
-# * **The full profile** (more modes, $n$ and $k$ up to 4,096, the 5,000 MNIST digits, 20 trials per point): its
+# * **The full profile** (8,000 modes, $n$ and $k$ up to 4,096, the 5,000 MNIST digits, 10 trials per point): its
 #   committed values, when run, are {glue:text}`full_values` ({glue:text}`full_where`; failed checks:
 #   {glue:text}`full_failed`).
 # * **Not reproduced.** The papers' real-data experiments: convolutional-NTK spectra of CIFAR-10, SVHN and MNIST
