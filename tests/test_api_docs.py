@@ -28,7 +28,7 @@ MODULES = ["rfm.core", "rfm.core.feature_matrix", "rfm.core.kernels", "rfm.core.
            "rfm.data", "rfm.data.datasets",
            "rfm.data.modular", "rfm.data.images", "rfm.data.parity", "rfm.data.tabular", "rfm.tabular", "rfm.book",
            "rfm.book.plots", "rfm.conv", "rfm.icl", "rfm.transfer", "rfm.matrix_inversion", "rfm.infinite_depth",
-           "rfm.data.dirichlet"]
+           "rfm.data.dirichlet", "rfm.eigenframework"]
 
 
 def api_pages() -> list[Path]:
