@@ -428,9 +428,9 @@ plt.show()
 # ## Checks
 #
 # Each claim is compared with a control from the same run; thresholds sit beyond the worst of seeds 0-9 (the
-# calibration table below, smoke profile, 979 s for the ten seeds on the shared CPU) with the margin stated. The
-# calibration ran with first-guess rules; its file's rule fields were then set to the rules below (its values are
-# the run's, unchanged).
+# calibration table below, smoke profile) with the margin stated. The rules were set after a first calibration
+# with first-guess rules; `scripts/calibrate.py` was then rerun at the rules below (418 s for the ten seeds), with
+# every value identical to the first run's.
 #
 # * `opt_minus_1nn`: test accuracy of the `2d_opt` NNGP at depth 100 minus 1-NN's (the singular kernel beats the
 #   1-NN limit). Rule ≥ 0.015; worst seed 0.028, margin 0.013 (about one standard error of an accuracy on 1,000
