@@ -642,9 +642,9 @@ full = rfm.book.glue_full_run("overparameterisation_and_overfitting", {
 #   same noise. The cost of overfitting separated a spiked, a power-law and an exponential spectrum into the
 #   benign, tempered and catastrophic patterns over the range of $n$ run, stayed below $E_0$, and matched the
 #   eigenframework on Gaussian designs and, for the Laplace kernel, on digits with noisy labels.
-# * **The full profile** (8,000 modes, $n$ and $k$ up to 4,096, the 5,000 MNIST digits, 10 trials per point): its
-#   committed values, when run, are {glue:text}`full_values` ({glue:text}`full_where`; failed checks:
-#   {glue:text}`full_failed`).
+# * **The full profile** (8,000 modes, $n$ and $k$ up to 4,096, the 5,000 MNIST digits, 10 trials per point) ran
+#   once on this book's CPU; its committed values are {glue:text}`full_values` ({glue:text}`full_where`; failed
+#   checks: {glue:text}`full_failed`).
 # * **Not reproduced.** The papers' real-data experiments: convolutional-NTK spectra of CIFAR-10, SVHN and MNIST
 #   ("vision tasks are power-law"), which need a convolutional NTK and data we do not have offline, and the inner-
 #   product-kernel multiple descent of the cost-of-overfitting paper. No number of either paper is quoted: we could
