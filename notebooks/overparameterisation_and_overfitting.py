@@ -52,7 +52,7 @@ import subprocess
 RFM_REF = "main"
 if "google.colab" in sys.modules:
     subprocess.run([sys.executable, "-m", "pip", "install", "-q",
-                    f"agop-rfm @ git+https://github.com/rfm-book/rfm-book@{RFM_REF}"], check=True)
+                    f"agop-rfm[data] @ git+https://github.com/rfm-book/rfm-book@{RFM_REF}"], check=True)
 
 # %% tags=["parameters"]
 profile: "str" = "smoke"            # "smoke": about a minute on a 2-core CPU; "full": larger spectra and samples
