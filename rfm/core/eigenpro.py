@@ -45,6 +45,7 @@ import torch
 
 from .._checks import check_number
 from ..utils import make_generator
+from .agop import sample_points
 from .cg import KernelOperator
 from .kernels import Kernel, kernel_matrix
 from .solvers import SolveResult, solve_krr
@@ -68,10 +69,9 @@ def _subsample(n, s, idx, generator, device):
         if len(torch.unique(idx)) != len(idx):
             raise ValueError("idx must not repeat an index (K(S, S) would be singular)")
         return idx
-    s = n if s is None else int(check_number("s", s, low=1, integer=True))
-    if s >= n:
-        return torch.arange(n, device=device)
-    return torch.randperm(n, generator=make_generator(generator))[:s].to(device)
+    s = None if s is None else int(check_number("s", s, low=1, integer=True))
+    sel = sample_points(n, s, generator=generator)        # None: every point
+    return torch.arange(n, device=device) if sel is None else sel.to(device)
 
 
 def nystrom_eigensystem(kernel: Kernel, Xt: torch.Tensor, q: int | None = None, *, s: int | None = None,

@@ -35,6 +35,7 @@ import torch
 from torch import nn
 
 from .._checks import check_choice, check_number
+from ..transfer import fit_scaling_law
 from .mlp import MLP, _check_mlp, _check_widths, train
 
 #: The parametrisations of :func:`make_mlp` and :func:`lr_groups`.
@@ -204,13 +205,9 @@ def one_step_change(d_in: int, widths, scheme: str, lr: float, *, sigma: float =
 
 
 def loglog_slope(x, y) -> float:
-    """The least-squares slope of log y against log x (positive x, y)."""
-    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    if x.shape != y.shape or x.ndim != 1 or len(x) < 2:
-        raise ValueError(f"x and y must be 1-D of the same length >= 2, got shapes {x.shape} and {y.shape}")
-    if (x <= 0).any() or (y <= 0).any():
-        raise ValueError("x and y must be positive for a log-log slope")
-    return float(np.polyfit(np.log(x), np.log(y), 1)[0])
+    """The least-squares slope of log y against log x (positive x, y): the exponent of
+    :func:`rfm.transfer.fit_scaling_law`, the package's one log-log fit."""
+    return fit_scaling_law(x, y).slope
 
 
 # ----------------------------------------------------------------------------------------------------------------
