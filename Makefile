@@ -33,7 +33,7 @@ test: setup
 
 # Unit tests only (no chapter executions).
 unit: setup
-	$(PY) -m pytest -q tests --ignore=tests/test_rerun.py
+	$(PY) -m pytest -q tests --ignore=tests/chapters/test_rerun.py
 
 # Only the chapters: nbmake on notebooks/*.ipynb (reusing the book's executions when they are cached).
 chapters: setup

@@ -178,12 +178,12 @@ def instrument(model, timer):
         import rfm.core.feature_matrix
         import rfm.core.machine
         import rfm.core.solvers
-        import rfm.estimators
+        import rfm.models.estimators
         timer.wrap(rfm.core.solvers, "kernel_matrix", "kernel build")
         timer.wrap(rfm.core.solvers, "solve_krr", "solve")
         timer.wrap(rfm.core.cg.CGSolver, "solve", "solve")
         timer.wrap(rfm.core.machine, "transformed_agop", "AGOP")
-        timer.wrap(rfm.estimators, "feature_matrix_from_agop", "M update")  # one eigh gives M and its factor
+        timer.wrap(rfm.models.estimators, "feature_matrix_from_agop", "M update")  # one eigh gives M and its factor
         timer.wrap(rfm.core.machine.KernelMachine, "predict", "val predict", absorb=True)
         timer.wrap(rfm.core.coincident, "row_ids", "row ids")
     else:

@@ -71,7 +71,7 @@ from IPython.display import display
 
 import rfm
 import rfm.book
-from rfm import matrix_inversion as MI
+from rfm.theory import matrix_inversion as MI
 
 start = time.perf_counter()
 P = rfm.book.settings(

@@ -77,7 +77,7 @@ from IPython.display import display
 
 import rfm
 import rfm.book
-from rfm.conv import ConvNet, ConvRFMClassifier, cnfa_table, patches
+from rfm.models.conv import ConvNet, ConvRFMClassifier, cnfa_table, patches
 from rfm.data.images import bars_task, star_task
 
 start = time.perf_counter()
@@ -98,13 +98,13 @@ print(f"profile={P.profile}, bars: n={P.n_bars}, conv layers {P.channels}, {P.ep
 #
 # The task: $16 \times 16$ images of Gaussian noise ($\sigma = 0.5$) with one bar of height 1 at a random place,
 # $3 \times 7$ (horizontal, class 0) or $7 \times 3$ (vertical, class 1). A bar detector, an oriented edge filter,
-# is the feature to learn. The network (`rfm.conv.ConvNet`): {glue:text}`bars_layers` bias-free $3 \times 3$
+# is the feature to learn. The network (`rfm.models.conv.ConvNet`): {glue:text}`bars_layers` bias-free $3 \times 3$
 # convolution(s) of 64 filters with "same" padding and ReLU, global average pooling and a linear read-out, weights
 # drawn with standard deviation 0.1, trained with Adam (learning rate $3 \cdot 10^{-3}$, batches of 100,
 # cross-entropy) for {glue:text}`bars_epochs` epochs on {glue:text}`bars_n` images. These settings are ours, chosen
 # so that the network trains in seconds on a CPU.
 #
-# For each layer we compare $W^\top W$ with the patch-AGOP of the network (`rfm.conv.patch_agop`: autograd with respect
+# For each layer we compare $W^\top W$ with the patch-AGOP of the network (`rfm.models.conv.patch_agop`: autograd with respect
 # to the unfolded patches of the layer's input, on the training images) by their cosine similarity. Two controls
 # from the same run must lose:
 #
@@ -228,7 +228,7 @@ plt.show()
 #
 # ## ConvRFM on a local signal: the star task
 #
-# ConvRFM replaces the network by a kernel machine on patches. `rfm.conv.ConvRFMClassifier` averages a Laplace
+# ConvRFM replaces the network by a kernel machine on patches. `rfm.models.conv.ConvRFMClassifier` averages a Laplace
 # kernel (bandwidth 10) over *aligned* patch pairs of the two images, with the patches transformed by $M^{1/2}$:
 #
 # $$
@@ -305,7 +305,7 @@ plt.show()
 # It trains a 4-layer `ConvNet` (32 filters a layer, He initialisation, Adam with learning rate $10^{-3}$) on
 # {glue:text}`cifar_n` CIFAR-10 images for {glue:text}`cifar_epochs` epochs (`rfm.data.load_cifar10`; our
 # settings, not the paper's) and measures the CNFA of every layer with
-# the same two controls as in section 1 (`rfm.conv.cnfa_table`). This path is tested in the book's test suite on a
+# the same two controls as in section 1 (`rfm.models.conv.cnfa_table`). This path is tested in the book's test suite on a
 # stand-in for torchvision that serves random images, so it runs, but its values on real CIFAR-10 have not been
 # measured by us and no check is made on them.
 
@@ -392,7 +392,7 @@ full = rfm.book.glue_full_run("convolutional_nfa", {
 #   (rather than an untested one). A CNN trained on CIFAR-10 (section 4) runs for readers online; we have only run
 #   it on a stand-in for the data, so we report no CIFAR-10 values. The convolutional NTK of the authors
 #   (`neural-tangents`, JAX) is not available in torch: a Laplace patch kernel replaces it. Deep ConvRFM
-#   (`rfm.conv.DeepConvRFM`, stacked layers with filters drawn from the learned $M$) on digits placed in a noisy frame
+#   (`rfm.models.conv.DeepConvRFM`, stacked layers with filters drawn from the learned $M$) on digits placed in a noisy frame
 #   was tried in a prototype outside the book and gained little over its first stage, so it is left out of the
 #   chapter. What differs, read in the authors' code (`aradha/convrfm`, `deep_conv_rfm/main.py` and `dataset.py`): their base
 #   kernel is the neural-tangents NTK of a stack of $3 \times 3$ convolutions (depth 5 by default, one less at each

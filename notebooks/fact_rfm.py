@@ -422,12 +422,12 @@ plt.show()
 # ## Tabular data
 #
 # A small comparison on {glue:text}`tab_count` KEEL classification sets ({doc}`the tabular chapter
-# <tabular_benchmarks>` runs all 43), with the protocol of `rfm.tabular.evaluate`: {glue:text}`tab_folds` stratified
+# <tabular_benchmarks>` runs all 43), with the protocol of `rfm.selection.protocol.evaluate`: {glue:text}`tab_folds` stratified
 # folds, a validation split inside each to choose the ridge and the iteration, the Laplace kernel of bandwidth 10.
 # NFA-RFM uses the AGOP (power 1), FACT-RFM `update="fact"`, and the Laplace kernel machine is RFM's iteration 0.
 
 # %%
-from rfm import tabular as T
+from rfm.selection import protocol as T
 
 names = tab.keel_names() if P.tabular_sets == "all" else P.tabular_sets.split(",")
 methods = [T.rfm_method("classification", name="NFA-RFM", iters=3, regs=(1.0, 1e-3), row_norm=(False,)),

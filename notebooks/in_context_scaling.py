@@ -76,7 +76,7 @@ from IPython.display import display
 
 import rfm
 import rfm.book
-from rfm import icl
+from rfm.nets import icl
 
 start = time.perf_counter()
 P = rfm.book.settings(
@@ -115,10 +115,10 @@ tests = {n: make_tasks(None).sample(P.n_test, n, generator=10_000 + 100 * seed +
 # **Tasks.** Linear regression in the convention of {cite:t}`garg2022what`, which the reviews say the paper follows:
 # $y = \langle w, x \rangle + \varepsilon$ with $x \sim N(0, I_d)$, $w \sim N(0, I_d)$ and noise
 # $\varepsilon \sim N(0, 0.25^2)$ (the noise level is ours). Pre-training draws each prompt's task from a pool of
-# $T$ weight vectors fixed once (`rfm.icl.LinearTasks(d, n_tasks=T)`), or a fresh $w$ for every prompt ($T = \infty$).
+# $T$ weight vectors fixed once (`rfm.nets.icl.LinearTasks(d, n_tasks=T)`), or a fresh $w$ for every prompt ($T = \infty$).
 # The test prompts always carry **fresh** tasks, so a network that memorised its pool is caught. With the prior
 # $w \sim N(0, I_d)$, ridge regression on the prompt with ridge $= 0.25^2$ is the posterior mean, the
-# **Bayes-optimal** predictor (`rfm.icl.ridge_predict`): no model can beat it in expectation.
+# **Bayes-optimal** predictor (`rfm.nets.icl.ridge_predict`): no model can beat it in expectation.
 #
 # **The feature map.** SGPT's attention with identity key, query and value weights, read at the query token
 # $z_q = [x_q, 0]$ over the context tokens $z_j = [x_j, y_j]$, is
@@ -133,18 +133,18 @@ tests = {n: make_tasks(None).sample(P.n_test, n, generator=10_000 + 100 * seed +
 # unit tests check it by autograd). We use the linear normalisation $a_j \propto 1/n$ for $\psi$ because it is the
 # one with that reading (our choice; the $\ell_1$ normalisation $a_j = \langle x_q, x_j\rangle / \sum_k
 # |\langle x_q, x_k\rangle|$ is `attention="l1"`). Its risk on fresh tasks has the closed form
-# $d(d+1)/n + \sigma^2 d / n + \sigma^2$ (`rfm.icl.psi_linear_risk`): it context-scales by algebra, and it has no
+# $d(d+1)/n + \sigma^2 d / n + \sigma^2$ (`rfm.nets.icl.psi_linear_risk`): it context-scales by algebra, and it has no
 # trainable weight, so its error cannot depend on $T$ at all.
 #
 # **The models**, all trained by Adam on fresh batches of 64 prompts with the squared error at the query
-# (`rfm.icl.train_online`; all sizes ours):
+# (`rfm.nets.icl.train_online`; all sizes ours):
 #
-# * **MLP(vec)**, **MLP(ψ)**, **MLP([ψ, vec])** (`rfm.icl.PromptMLP`): one hidden ReLU layer of
+# * **MLP(vec)**, **MLP(ψ)**, **MLP([ψ, vec])** (`rfm.nets.icl.PromptMLP`): one hidden ReLU layer of
 #   {glue:text}`width` units on the vectorised prompt, on $\psi$ ($d + 1$ numbers), or on both concatenated. An MLP
 #   on vec has a fixed input size, so one network is trained per context length $n$ ({glue:text}`steps` steps,
 #   learning rate {glue:text}`lr` decayed to 0 along a half cosine, which lowers the noise of the last iterate that
 #   we test).
-# * **SGPT** (`rfm.icl.SGPT`): one block $h \leftarrow h + A(h)$, $h \leftarrow h + \mathrm{MLP}(h)$ on the tokens
+# * **SGPT** (`rfm.nets.icl.SGPT`): one block $h \leftarrow h + A(h)$, $h \leftarrow h + \mathrm{MLP}(h)$ on the tokens
 #   $[x_j, y_j]$ and $[x_q, 0]$ themselves (no read-in), with causal identity-KQV attention in the $\ell_1$
 #   normalisation that the reviews name, an MLP of width 256, no layer normalisation, and a linear read-out at the
 #   query: one block is "$\psi$ followed by an MLP", the paper's description. The paper's SGPT has the depth of
@@ -468,7 +468,7 @@ full = rfm.book.glue_full_run("in_context_scaling")
 #   beats MLP(ψ), i.e. that the vectorised input adds what $\psi$ cannot give.
 # * **Not reproduced.** "SGPT matches GPT-2": our one-block SGPT is {glue:text}`sgpt_vs_tf` times worse than a
 #   two-block transformer (previous section); we do not know the paper's depth, width, normalisation details and
-#   training length for SGPT. The teacher–student task (`task="relu"`, `rfm.icl.ReLUTeacherTasks`, a two-layer
+#   training length for SGPT. The teacher–student task (`task="relu"`, `rfm.nets.icl.ReLUTeacherTasks`, a two-layer
 #   ReLU teacher of width 100, ours) runs through the same code, but it is not calibrated and ridge is then only a
 #   reference, not the Bayes-optimal predictor. In one such run at seed 0 (outside this page) the transformer and
 #   MLP([ψ, vec]) context- and task-scaled, but MLP(ψ) task-scaled as well and MLP(vec) lost less with $n$, so

@@ -73,7 +73,7 @@ from IPython.display import display
 
 import rfm
 import rfm.book
-from rfm import linear as L
+from rfm.models import linear as L
 from rfm.data import low_rank_completion, sparse_regression
 
 start = time.perf_counter()
@@ -141,7 +141,7 @@ def problem_seed(t):
 # with the same map. At $\alpha = \tfrac12$ the metric *is* the AGOP: no eigendecomposition is needed. This is the
 # SVD-free lin-RFM of the third claim.
 #
-# `rfm.linear` implements both (`lin_rfm_sparse`, `lin_rfm_completion`), the reference IRLS (`irls`,
+# `rfm.models.linear` implements both (`lin_rfm_sparse`, `lin_rfm_completion`), the reference IRLS (`irls`,
 # `irls_completion`) and the deep linear network (`deep_linear_completion`, an `rfm.nets.MLP` with linear
 # activations). Its unit tests check the correspondence on known answers: one lin-RFM step equals one IRLS step at
 # $p = 2 - 4\alpha$, which equals the solution of the weighted problem's KKT system; iteration 0 is the minimum-norm

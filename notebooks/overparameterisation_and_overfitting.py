@@ -31,7 +31,7 @@
 #    catastrophic ($C \to \infty$) overfitting {cite:p}`mallinar2022taxonomy`.
 #
 # Both rest on the *eigenframework* {cite:p}`simon2021eigenlearning`, the risk estimates of kernel ridge regression
-# (KRR) under a Gaussian-universality ansatz. This chapter implements it (`rfm.eigenframework`), checks it against
+# (KRR) under a Gaussian-universality ansatz. This chapter implements it (`rfm.theory.eigenframework`), checks it against
 # ridge regression measured on Gaussian designs and on handwritten digits, and tests the two papers' claims each
 # against a control of the same run that the claim says must lose.
 #
@@ -83,7 +83,7 @@ import rfm
 import rfm.book
 from rfm.core.kernels import GaussianKernel, LaplaceKernel
 from rfm.data import load_digits_8x8, load_mnist_5k
-from rfm.eigenframework import (RidgePath, cost_of_overfitting, gaussian_design_risks, krr_risk, optimal_ridge,
+from rfm.theory.eigenframework import (RidgePath, cost_of_overfitting, gaussian_design_risks, krr_risk, optimal_ridge,
                                 power_law_task, rf_risk, spectral_task)
 
 start = time.perf_counter()
@@ -119,7 +119,7 @@ print(f"profile {profile}: P = {P_.P}, lambda_i = i^-{P_.alpha}, v_i^2 ~ i^-{P_.
 #
 # and training risk $(\delta / n\kappa)^2 R$. The effective regularisation $\kappa$ grows with $\delta$; each mode is
 # learnt in proportion to its learnability $\mathcal{L}_i$; $E_0 \ge 1$ amplifies bias and noise alike. For $k$
-# random features the RF eigenframework adds a second equation for a second scale $\gamma$ (`rfm.eigenframework`,
+# random features the RF eigenframework adds a second equation for a second scale $\gamma$ (`rfm.theory.eigenframework`,
 # taken from the authors' code). To *measure* risks we use a Gaussian design: inputs $x \sim N(0, I_P)$ in the
 # eigen-coordinates, the kernel $x^\top \Lambda x'$ or $k$ Gaussian random features
 # $\Phi(x) = G \Lambda^{1/2} x / \sqrt{k}$ whose kernel tends to it. The learnt function is linear, so its test risk

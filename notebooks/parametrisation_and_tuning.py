@@ -88,7 +88,7 @@ import torch
 
 import rfm
 import rfm.book
-from rfm import tuning as T
+from rfm.selection import tuning as T
 from rfm.nets import parametrisation as PZ
 
 start = time.perf_counter()
@@ -385,7 +385,7 @@ plt.show()
 # 0.05 (both planted by us, quadratic penalties in log10), so that the search also has a scaling law for "every other
 # hyper-parameter" to find.
 #
-# Our CARBS (`rfm.tuning.CARBS`, described in its docstring) starts from a cheap point ($N = 3\cdot10^6$,
+# Our CARBS (`rfm.selection.tuning.CARBS`, described in its docstring) starts from a cheap point ($N = 3\cdot10^6$,
 # $D = 10^7$), as one would start tuning a small model, with search radius 0.3 decades; the control is random
 # search (log-uniform in the same box), with the same number of evaluations. We measure:
 #
@@ -584,7 +584,7 @@ full = rfm.book.glue_full_run("parametrisation_and_tuning", {
 #   hypervolume here (2 to 4 wins of 5 over the seeds); its Pareto-set slope is closer to the law than random
 #   search's (median over searches) at 9 of the 10 calibration seeds, but by at most 0.03, which we record but do
 #   not check. Our CARBS leaves out Imbue's failure model, Thompson
-#   sampling of parallel suggestions and its Gaussian process on the Pareto front (see `rfm.tuning`). The
+#   sampling of parallel suggestions and its Gaussian process on the Pareto front (see `rfm.selection.tuning`). The
 #   learning-rate transfer of the smoke profile is too small to test anything.
 # * **Not reproduced.** The papers' networks and data (MLPs, CNNs, ResNets and ViTs on image data sets with online
 #   SGD for the γ paper; PPO on ProcGen and language models for CARBS) need a GPU and data this offline machine does

@@ -78,7 +78,7 @@ from IPython.display import display
 
 import rfm
 import rfm.book
-from rfm import tabular as tb
+from rfm.selection import protocol as tb
 from rfm.data import tabular as tab
 
 start = time.perf_counter()
@@ -126,7 +126,7 @@ overview
 #
 # ## The protocol
 #
-# `rfm.tabular.evaluate` scores every method on the same seeded stratified folds. In each fold, the training part
+# `rfm.selection.protocol.evaluate` scores every method on the same seeded stratified folds. In each fold, the training part
 # is standardised with its own means and deviations and split once more (25 % for validation); the validation
 # accuracy picks each method's hyper-parameters from its grid, the chosen configuration is refitted on the whole
 # training part and scored on the test fold.

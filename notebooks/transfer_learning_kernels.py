@@ -76,7 +76,7 @@ from IPython.display import display
 import rfm
 import rfm.book
 from rfm.data import images as I
-from rfm.transfer import TranslatedKernel, fit_scaling_law, source_outputs, transfer_curves
+from rfm.models.transfer import TranslatedKernel, fit_scaling_law, source_outputs, transfer_curves
 
 start = time.perf_counter()
 P = rfm.book.settings(
@@ -102,7 +102,7 @@ print(P, dev)
 # training sets are drawn from. Pixels are scaled to $[0, 1]$ before a corruption and every image is normalised to
 # unit length after it (the setting of the RFM chapters: a Laplace kernel of bandwidth $L = 10$ on the unit sphere,
 # ridge $10^{-3}$). The source model is an `rfm.RFMClassifier` with no feature updates, that is, kernel ridge
-# regression on the one-hot labels; `rfm.transfer` accepts any fitted `rfm` model as a source.
+# regression on the one-hot labels; `rfm.models.transfer` accepts any fitted `rfm` model as a source.
 # {numref}`fig-transfer-learning-kernels-corruptions` shows one target digit under each corruption.
 
 # %%
@@ -147,7 +147,7 @@ plt.show()
 # %% [markdown]
 # ## Transfer against the number of target samples
 #
-# For each corruption, each $n_t$ and each of `draws` random target training sets, `rfm.transfer.transfer_curves`
+# For each corruption, each $n_t$ and each of `draws` random target training sets, `rfm.models.transfer.transfer_curves`
 # measures the test accuracy of four predictors on the corrupted test images:
 #
 # * **baseline**: the same kernel trained on the $n_t$ target samples alone (the control the claim must beat);
@@ -244,7 +244,7 @@ plt.show()
 # The paper reports that transferred kernels follow simple scaling laws in $n_t$; we could not read their form.
 # {numref}`fig-transfer-learning-kernels-scaling` plots the test error (1 − accuracy, averaged over the corruptions
 # and draws) against $n_t$ on log-log axes and fits a power law $\mathrm{err} = a\, n_t^{\,b}$ to each method with
-# `rfm.transfer.fit_scaling_law`.
+# `rfm.models.transfer.fit_scaling_law`.
 
 # %%
 laws = {}

@@ -29,7 +29,7 @@
 # This chapter reproduces the three limits and the near-Bayes accuracy of the paper's activations on the synthetic
 # data of the authors' code: two Dirichlet classes normalised onto the unit circle. The kernels are computed in
 # closed form by iterating each activation's *dual* to depths of hundreds (ten thousand for the ReLU NTK), with the
-# stable composition of `rfm.infinite_depth`. The smoke profile (1,000 training and 1,000 test points) runs in
+# stable composition of `rfm.theory.infinite_depth`. The smoke profile (1,000 training and 1,000 test points) runs in
 # about {glue:text}`chapter_secs` seconds on this book's shared 2-core CPU; the paper-scale learning curves
 # (10,000 points, spheres of dimension 2, 4 and 8, five seeds) are the full profile.
 #
@@ -76,7 +76,7 @@ from IPython.display import display
 
 import rfm
 import rfm.book
-from rfm import infinite_depth as ID
+from rfm.theory import infinite_depth as ID
 from rfm.data.dirichlet import bayes_dirichlet, dirichlet_sphere
 
 start = time.perf_counter()
@@ -110,7 +110,7 @@ print(P, dev)
 # layer maps the cosine to $\psi(t) = \mathbb{E}[\sigma(u)\sigma(v)]$, with $(u, v)$ standard normals of
 # correlation $t$ (the *dual activation*, normalised so that $\psi(1) = 1$), and $L$ layers give the composition
 # $K_L(x, z) = \psi^{\circ L}(t)$. The NTK follows the recursion $\Theta_{h+1} = \psi(t_h) + \Theta_h\,
-# \psi'(t_h)$. The authors' code uses these duals (`rfm.infinite_depth.DUALS`):
+# \psi'(t_h)$. The authors' code uses these duals (`rfm.theory.infinite_depth.DUALS`):
 #
 # | name | $\psi(t)$ | activation |
 # |---|---|---|
@@ -129,7 +129,7 @@ print(P, dev)
 # see off the diagonal, the deep kernel is the **singular kernel** $\|x - z\|^{-2\gamma}$. For `2d_opt`,
 # $\psi'(0) = 1/2$ and $\psi'(1) = 4$, so $\gamma = 1/2$ and the kernel is $\|x - z\|^{-1}$: the Hilbert kernel
 # $\|x - z\|^{-d}$ of the circle ($d = 1$). The `kd_opt` polynomials give $\gamma = d/2$ on the sphere of dimension
-# $d = k - 1$ (`rfm.infinite_depth.singular_exponent`). With $\psi'(0) = 0$ ($\psi = t^2$) the decay is
+# $d = k - 1$ (`rfm.theory.infinite_depth.singular_exponent`). With $\psi'(0) = 0$ ($\psi = t^2$) the decay is
 # super-exponential, $t^{2^L}$, and the nearest training point dominates: **1-NN**. With $\psi'(1) \le 1$ (ReLU)
 # every cosine is driven to 1 instead, all points look alike and the prediction becomes the **majority vote**.
 #
@@ -202,7 +202,7 @@ rfm.book.glue("sq_deep", SQ_DEEP)
 # ## Accuracy against depth
 #
 # For each activation the deep kernel machine interpolates the {glue:text}`n_train` training labels exactly (ridge
-# 0, the code's `solve(K, y)`) and predicts the sign. `rfm.infinite_depth.depth_sweep` composes the dual once
+# 0, the code's `solve(K, y)`) and predicts the sign. `rfm.theory.infinite_depth.depth_sweep` composes the dual once
 # through all depths: `2d_opt` (and, in the full profile, `erf`) to depth {glue:text}`deep`, $\psi = t^2$ to depth
 # {glue:text}`sq_deep`
 # (where $t^{2^{25}}$ underflows any float, so the composition continues in the log domain). The ReLU NTK, whose
@@ -526,5 +526,5 @@ full = rfm.book.glue_full_run("wide_deep_classification", {
 #   small sizes; the paper-scale run is pending. Its committed results, when there are: {glue:text}`full_where`;
 #   `opt_minus_1nn` there: {glue:text}`full_opt`; checks that failed there: {glue:text}`full_failed`.
 # * **Not reproduced.** The NTK versions of the singular activations (the code's `ntk_kernel` with `2d_opt`;
-#   `rfm.infinite_depth.dual_ntk` implements the recursion and is unit-tested, but this chapter does not run it),
+#   `rfm.theory.infinite_depth.dual_ntk` implements the recursion and is unit-tested, but this chapter does not run it),
 #   and the paper's own figures and numbers, which we could not read.

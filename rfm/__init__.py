@@ -2,29 +2,25 @@
 
 The package behind the executable replication book. Its folders are its architecture:
 
-* :mod:`rfm.core` -- the kernel-machine core: kernels with a feature matrix M, the fitted
+* :mod:`rfm.core` -- kernel machines and solvers: kernels with a feature matrix M, the fitted
   :class:`KernelMachine` (predictions, input gradients, closed-form AGOP), the AGOP of any torch function, the
-  AGOP -> M map, kernel ridge regression solvers, and the block/memory and coincident-point policies
-* :mod:`rfm.estimators` -- :class:`RFMRegressor` and :class:`RFMClassifier` (scikit-learn estimators)
-* :mod:`rfm.tabular` -- the tabular benchmark protocol (folds, validation grids, baselines, UCI-style summaries)
-* :mod:`rfm.conv` -- convolutions through their patches: the filter matrix W^T W, the patch-AGOP of a conv layer
-  (the convolutional NFA), a small bias-free CNN, and ConvRFM (an aligned-patch kernel with a learned patch metric)
-* :mod:`rfm.icl` -- in-context learning on synthetic prompts: task pools, the attention feature map psi, SGPT,
-  MLPs on the prompt and online training
-* :mod:`rfm.linear` -- linear RFM (lin-RFM) and IRLS: sparse regression and low-rank matrix completion
-* :mod:`rfm.transfer` -- transfer learning with kernels: projection and translation of a fitted source model,
-  the comparison against the number of target samples, power-law fits
-* :mod:`rfm.matrix_inversion` -- matrix inversion by SGD with an adaptive (self-preconditioned) step, fixed-step
-  SGD, Newton--Schulz, and an empirical order of convergence
+  AGOP -> M map, kernel ridge regression solvers (Cholesky, CG, EigenPro), the block/memory and coincident-point
+  policies
+* :mod:`rfm.models` -- RFM models: :class:`RFMRegressor` and :class:`RFMClassifier`, ConvRFM, lin-RFM, transfer
+* :mod:`rfm.nets` -- networks and their training: MLPs, convolutional networks and the convolutional NFA,
+  in-context learners, neural feature matrices, alignment, dynamics (catapults, NQM), parametrisations, FACT
+* :mod:`rfm.data` -- tasks and data sets: synthetic targets and offline loaders, modular arithmetic, parities,
+  planted-signal images, offline tables
+* :mod:`rfm.theory` -- closed forms: the eigenframework of kernel ridge regression, infinitely deep networks,
+  matrix inversion by adaptive SGD
+* :mod:`rfm.selection` -- model selection: the tabular benchmark protocol, CARBS and random search
 * :mod:`rfm.metrics` -- matrix correlations, subspace overlaps, prediction metrics
-* :mod:`rfm.nets` -- networks and their training dynamics: :class:`rfm.nets.MLP` and its training loop, neural
-  feature matrices and the NFA (``rfm.nets``), the pre-activation tangent kernel and feature correlations
-  (``rfm.nets.alignment``), Speed Limited Optimization (``rfm.nets.optim``)
-* :mod:`rfm.data` -- tasks and data sets: synthetic targets and offline loaders (``rfm.data``), modular arithmetic
-  (``rfm.data.modular``), planted-signal image tasks (``rfm.data.images``), offline tables (``rfm.data.tabular``)
 * :mod:`rfm.book` -- book support (profiles, Checks, measured values) and figures (``rfm.book.plots``); not
   imported by ``import rfm``
 * :mod:`rfm.utils` -- device, seeding, PSD powers
+
+Pre-0.2 module paths (``rfm.conv``, ``rfm.tabular``, ...) still import, with a DeprecationWarning
+(:mod:`rfm._compat`, CHANGELOG.md).
 
 Everything a user of the core needs is importable from ``rfm`` itself.
 """
@@ -37,16 +33,22 @@ from .core.ntk import NTKKernel
 from .core.machine import KernelMachine, kernel_agop, kernel_gradients
 from .core.cg import AutoSolver, CGSolver
 from .core.solvers import DirectSolver, get_solver, solve_krr
-from .estimators import RFMClassifier, RFMRegressor
+from .models.estimators import RFMClassifier, RFMRegressor
 from .metrics import accuracy, matrix_correlation, mse, r2_score, subspace_overlap, top_eigenspace_overlap
 from .utils import get_device, make_generator, psd_power, seed_everything, to_numpy, top_eigenvectors
-from . import core, data, estimators, linear, metrics, nets, utils  # noqa: E402
-from . import conv  # noqa: E402
-from . import icl  # noqa: E402
-from . import transfer  # noqa: E402
-from . import matrix_inversion  # noqa: E402
+from . import core, data, metrics, models, nets, selection, theory, utils  # noqa: E402
+from ._compat import install_moved_module_aliases
 
-__version__ = "0.1.0"
+install_moved_module_aliases()
+
+__version__ = "0.2.0.dev0"
+
+
+def __getattr__(name):  # rfm.conv and the other pre-0.2 module attributes, with a DeprecationWarning
+    from ._compat import MOVED_MODULES, moved_module
+    if f"rfm.{name}" in MOVED_MODULES:
+        return moved_module(f"rfm.{name}")
+    raise AttributeError(f"module 'rfm' has no attribute {name!r}")
 
 __all__ = [
     "AGOPAccumulator", "AutoSolver", "CGSolver", "DegenerateAGOPError", "DirectSolver", "FeatureMatrix", "GaussianKernel", "Kernel",
@@ -55,5 +57,5 @@ __all__ = [
     "get_kernel", "get_solver", "jacobians", "kernel_agop", "kernel_gradients", "kernel_matrix", "make_generator",
     "matrix_correlation", "mse", "psd_power", "r2_score", "seed_everything", "solve_krr", "subspace_overlap",
     "to_numpy", "top_eigenspace_overlap", "top_eigenvectors",
-    "conv", "core", "data", "estimators", "icl", "linear", "matrix_inversion", "metrics", "nets", "transfer", "utils",
+    "core", "data", "metrics", "models", "nets", "selection", "theory", "utils",
 ]

@@ -410,12 +410,6 @@ import rfm.book  # noqa: E402
 from rfm.book import plots  # noqa: E402
 
 
-@pytest.fixture(autouse=False)
-def close_figures():
-    yield
-    plt.close("all")
-
-
 def test_matrix_images_nan_entries(close_figures):
     with pytest.raises(ValueError, match=r"mats\[0\] contains 1 NaN or infinite"):
         plots.matrix_images([torch.tensor([[1.0, NAN], [0.0, 1.0]])])

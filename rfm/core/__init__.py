@@ -12,5 +12,5 @@
 * :mod:`~rfm.core.coincident`     -- which evaluation points are centres (exact row comparison)
 * :mod:`~rfm.core.blocks`         -- the memory policy: rows per block of kernel values
 
-The estimators (:mod:`rfm.estimators`) run the RFM loop over these pieces.
+The estimators (:mod:`rfm.models.estimators`) run the RFM loop over these pieces.
 """

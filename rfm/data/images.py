@@ -20,11 +20,11 @@ Regions are given by :func:`region_mask` (a boolean mask over the pixels) and st
 (a seed or a ``torch.Generator``), so that each construction is reproducible. :func:`load_stl10` and
 :func:`load_mnist_full` fetch the paper's STL-10 and the full MNIST through torchvision (online only).
 
-Local signals for convolutional models (:mod:`rfm.conv`): :func:`bars_task` (horizontal against vertical bars on
+Local signals for convolutional models (:mod:`rfm.models.conv`): :func:`bars_task` (horizontal against vertical bars on
 noise), :func:`star_task` (the ConvRFM star on noise) and :func:`noisy_frame` (an image at a random place in a
 larger noisy frame).
 
-Corruptions that make a *target* task from a source distribution (transfer learning, :mod:`rfm.transfer`):
+Corruptions that make a *target* task from a source distribution (transfer learning, :mod:`rfm.models.transfer`):
 :func:`gaussian_noise`, :func:`impulse_noise`, :func:`shift_images`, :func:`adjust_contrast`, :func:`blur_images`
 and :func:`rotate_images`, or any of them by name through :func:`corrupt`.
 """

@@ -8,7 +8,7 @@
 * :func:`load_sklearn_table`: scikit-learn's bundled tables (iris, wine, breast cancer, diabetes).
 * :func:`standardize` (training-fold statistics), :func:`row_normalize`, :func:`append_noise_columns`.
 
-The folds and the evaluation protocol are in :mod:`rfm.tabular`.
+The folds and the evaluation protocol are in :mod:`rfm.selection.protocol`.
 """
 from __future__ import annotations
 

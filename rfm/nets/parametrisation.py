@@ -35,7 +35,7 @@ import torch
 from torch import nn
 
 from .._checks import check_choice, check_number
-from ..transfer import fit_scaling_law
+from ..models.transfer import fit_scaling_law
 from .mlp import MLP, _check_mlp, _check_widths, train
 
 #: The parametrisations of :func:`make_mlp` and :func:`lr_groups`.
@@ -206,7 +206,7 @@ def one_step_change(d_in: int, widths, scheme: str, lr: float, *, sigma: float =
 
 def loglog_slope(x, y) -> float:
     """The least-squares slope of log y against log x (positive x, y): the exponent of
-    :func:`rfm.transfer.fit_scaling_law`, the package's one log-log fit."""
+    :func:`rfm.models.transfer.fit_scaling_law`, the package's one log-log fit."""
     return fit_scaling_law(x, y).slope
 
 

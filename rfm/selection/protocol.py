@@ -1,0 +1,305 @@
+"""Tabular benchmarks: the evaluation protocol, the methods compared, and the summaries of a benchmark table.
+
+The protocol (:func:`evaluate`) follows the one the RFM paper uses on the UCI collection, as far as the book could
+read it: seeded stratified folds; in each, the training part is standardised with its own statistics and split once
+more into a fitting part and a validation part, the validation accuracy picks each method's hyper-parameters from
+its grid (for RFM also the iteration and whether rows are normalised), the chosen configuration is refitted on the
+whole training part and scored on the held-out fold. Every method sees the same folds and the same splits.
+
+* :class:`Method`, :func:`rfm_method` (RFM, and with ``iters=0`` its own iteration 0: the Laplace kernel machine),
+  :func:`ntk_method` (the ReLU NTK), :func:`sklearn_methods` (random forest, histogram gradient boosting, a linear
+  model, an MLP, an RBF SVM);
+* :func:`stratified_folds`, :func:`evaluate`, :func:`benchmark` (many sets);
+* :func:`summarize` (mean score, mean rank, P90, P95, PMA, ADTM) and :func:`win_tie_loss`.
+
+The data sets are in :mod:`rfm.data.tabular`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from ..data.tabular import TabularSet, row_normalize, standardize
+
+TASKS = ("classification", "regression")
+
+
+@dataclass
+class Method:
+    """A method of a benchmark: ``build(**params)`` returns an unfitted estimator; ``grid`` lists the parameter sets
+    the validation split chooses from. A parameter ``row_norm`` (bool) is taken by the protocol: rows are divided by
+    their norm before fitting. ``rfm=True``: the estimator takes ``fit(X, y, X_val, y_val)``, keeps its best
+    iteration on the validation split (``best_iter_``), and is refitted with ``iters=best_iter_``."""
+    name: str
+    build: Callable
+    grid: list = field(default_factory=lambda: [{}])
+    rfm: bool = False
+
+
+def rfm_method(task: str, *, name: str = "RFM", regs=(1.0, 0.1, 1e-3), row_norm=(False, True), iters: int = 5,
+               bandwidth: float = 10.0, **params) -> Method:
+    """RFM with the Laplace kernel (bandwidth 10 by default) over ``regs`` x ``row_norm``; the validation split picks
+    the iteration in 0..``iters`` too. ``iters=0``: the plain Laplace kernel machine (RFM's iteration 0)."""
+    from ..models.estimators import RFMClassifier, RFMRegressor
+
+    _check_task(task)
+    cls = RFMClassifier if task == "classification" else RFMRegressor
+    grid = _kernel_grid(regs, row_norm)
+
+    def build(reg, iters=iters):
+        return cls(kernel="laplace", bandwidth=bandwidth, reg=reg, iters=iters, dtype="float64", **params)
+
+    return Method(name, build, grid, rfm=True)
+
+
+def ntk_method(task: str, *, name: str = "NTK", regs=(1.0, 0.1, 1e-3), row_norm=(False, True), depth: int = 1,
+               bias: float = 1.0) -> Method:
+    """Kernel ridge regression with the ReLU NTK (:class:`rfm.NTKKernel`, inputs scaled by 1/sqrt(d)) over
+    ``regs`` x ``row_norm``."""
+    from ..core.ntk import NTKKernel
+    from ..models.estimators import RFMClassifier, RFMRegressor
+
+    _check_task(task)
+    cls = RFMClassifier if task == "classification" else RFMRegressor
+
+    class _NTK(cls):
+        """The NTK machine; its bandwidth is set from the data at fit time (sqrt(d))."""
+
+        def fit(self, X, y, X_val=None, y_val=None):
+            self.kernel = NTKKernel(depth=depth, bias=bias, bandwidth=float(np.sqrt(np.shape(X)[1])))
+            return super().fit(X, y, X_val, y_val)
+
+    grid = _kernel_grid(regs, row_norm)
+    return Method(name, lambda reg, iters=0: _NTK(reg=reg, iters=0, dtype="float64"), grid, rfm=True)
+
+
+def sklearn_methods(task: str, seed: int = 0, *, trees: int = 100, mlp_width: int = 128) -> list[Method]:
+    """scikit-learn baselines, each with a small grid: random forest (``trees`` trees), histogram gradient
+    boosting, logistic regression (ridge for regression), an MLP (one hidden layer of ``mlp_width``, L-BFGS for at
+    most 300 iterations, weight decay 0.01 or 1) and an SVM with the RBF kernel."""
+    from sklearn import ensemble, linear_model, neural_network, svm
+
+    _check_task(task)
+    if task == "classification":
+        return [
+            Method("RF", lambda: ensemble.RandomForestClassifier(n_estimators=trees, random_state=seed, n_jobs=1)),
+            Method("HistGB", lambda: ensemble.HistGradientBoostingClassifier(random_state=seed)),
+            Method("LogReg", lambda C: linear_model.LogisticRegression(C=C, max_iter=2000),
+                   [{"C": 1.0}, {"C": 0.1}]),
+            Method("MLP", lambda alpha: neural_network.MLPClassifier(
+                hidden_layer_sizes=(mlp_width,), alpha=alpha, solver="lbfgs", max_iter=300, random_state=seed),
+                   [{"alpha": 1e-2}, {"alpha": 1.0}]),
+            Method("SVM", lambda C: svm.SVC(C=C, kernel="rbf"), [{"C": 1.0}, {"C": 10.0}]),
+        ]
+    return [
+        Method("RF", lambda: ensemble.RandomForestRegressor(n_estimators=trees, random_state=seed, n_jobs=1)),
+        Method("HistGB", lambda: ensemble.HistGradientBoostingRegressor(random_state=seed)),
+        Method("Ridge", lambda alpha: linear_model.Ridge(alpha=alpha), [{"alpha": 1.0}, {"alpha": 10.0}]),
+        Method("MLP", lambda alpha: neural_network.MLPRegressor(
+            hidden_layer_sizes=(mlp_width,), alpha=alpha, solver="lbfgs", max_iter=300, random_state=seed),
+               [{"alpha": 1e-2}, {"alpha": 1.0}]),
+        Method("SVM", lambda C: svm.SVR(C=C, kernel="rbf"), [{"C": 1.0}, {"C": 10.0}]),
+    ]
+
+
+def _kernel_grid(regs, row_norm) -> list[dict]:
+    return [{"reg": r, "row_norm": rn} for rn in row_norm for r in regs]
+
+
+def _check_task(task):
+    if task not in TASKS:
+        raise ValueError(f"task must be one of {TASKS}, got {task!r}")
+
+
+def stratified_folds(y, k: int, seed: int = 0, task: str = "classification") -> list[tuple[np.ndarray, np.ndarray]]:
+    """``k`` seeded folds as (train indices, test indices): stratified by class for classification (each class
+    needs at least ``k`` members), plain shuffled folds for regression. The same ``seed`` gives the same folds."""
+    from sklearn.model_selection import KFold, StratifiedKFold
+
+    _check_task(task)
+    y = np.asarray(y)
+    if k < 2 or k > len(y):
+        raise ValueError(f"k must be between 2 and the number of rows ({len(y)}), got {k}")
+    if task == "classification":
+        counts = np.unique(y, return_counts=True)[1]
+        if counts.min() < k:
+            raise ValueError(f"a class has {counts.min()} member(s), fewer than the {k} folds; use fewer folds or "
+                             "drop the class")
+        splitter = StratifiedKFold(k, shuffle=True, random_state=seed)
+    else:
+        splitter = KFold(k, shuffle=True, random_state=seed)
+    return [(np.sort(tr), np.sort(te)) for tr, te in splitter.split(np.zeros((len(y), 1)), y)]
+
+
+def _inner_split(y, fraction: float, seed: int, task: str):
+    from sklearn.model_selection import train_test_split
+
+    idx = np.arange(len(y))
+    strat = y if task == "classification" and np.unique(y, return_counts=True)[1].min() >= 2 else None
+    return train_test_split(idx, test_size=fraction, random_state=seed, stratify=strat)
+
+
+def _score(task, y, pred) -> float:
+    if task == "classification":
+        return float(np.mean(np.asarray(pred) == y))
+    y = np.asarray(y, dtype=np.float64)
+    return float(1.0 - np.sum((y - np.asarray(pred, dtype=np.float64)) ** 2) / np.sum((y - y.mean()) ** 2))
+
+
+def _fit(est, *args, notes=None):
+    """``est.fit(*args)``; scikit-learn's ConvergenceWarnings are counted in ``notes`` instead of shown (the
+    library is quiet by default; :attr:`Result.not_converged` reports them)."""
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ConvergenceWarning)
+        est.fit(*args)
+    for w in caught:
+        if issubclass(w.category, ConvergenceWarning):
+            if notes is not None:
+                notes.append(str(w.message))
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return est
+
+
+def _fit_score(method: Method, params: dict, X, y, X_val, y_val, task, notes=None):
+    """Fit one configuration; its validation score (for RFM, its best iteration's) and the refit parameters."""
+    est, (X, X_val) = _prepared(method, params, X, X_val)
+    if method.rfm:
+        _fit(est, X, y, X_val, y_val, notes=notes)
+        best = est.history_[est.best_iter_]
+        score = best["val_acc"] if task == "classification" else best["val_r2"]
+        return score, {**params, "iters": int(est.best_iter_)}
+    _fit(est, X, y, notes=notes)
+    return _score(task, y_val, est.predict(X_val)), dict(params)
+
+
+def _prepared(method: Method, params: dict, *Xs):
+    """The unfitted estimator of one configuration and the inputs it sees (rows divided by their norms when the
+    configuration says ``row_norm``)."""
+    params = dict(params)
+    if params.pop("row_norm", False):
+        Xs = tuple(row_normalize(X) for X in Xs)
+    return method.build(**params), Xs
+
+
+@dataclass
+class Result:
+    """One method on one data set: the test score of each fold and the configuration chosen in each."""
+    method: str
+    dataset: str
+    scores: list
+    chosen: list
+    not_converged: list = field(default_factory=list)  # messages of scikit-learn's ConvergenceWarnings
+
+    @property
+    def mean(self) -> float:
+        return float(np.mean(self.scores))
+
+
+def evaluate(methods, data: TabularSet, *, folds: int = 4, val_fraction: float = 0.25, seed: int = 0,
+             max_train: int | None = None) -> dict[str, Result]:
+    """Score every method on ``data`` with the protocol of the module docstring; ``{method name: Result}``.
+
+    Classification is scored by accuracy, regression by R^2 (targets standardised with the training part's
+    statistics, which leaves R^2 unchanged). ``max_train`` caps the training part of each fold (a seeded subsample,
+    the same for every method) for the largest sets."""
+    _check_task(data.task)
+    if not 0 < val_fraction < 1:
+        raise ValueError(f"val_fraction must be in (0, 1), got {val_fraction}")
+    names = [m.name for m in methods]
+    if len(set(names)) != len(names):
+        raise ValueError(f"method names must be unique, got {names}")
+    results = {m.name: Result(m.name, data.name, [], []) for m in methods}
+    for f, (train, test) in enumerate(stratified_folds(data.y, folds, seed, data.task)):
+        if max_train is not None and len(train) > max_train:
+            train = np.sort(np.random.default_rng([seed, f]).choice(train, max_train, replace=False))
+        X_train, X_test = standardize(data.X[train], data.X[test])
+        y_train, y_test = data.y[train], data.y[test]
+        if data.task == "regression":
+            mu, sd = y_train.mean(), y_train.std() or 1.0
+            y_train, y_test = (y_train - mu) / sd, (y_test - mu) / sd
+        fit_idx, val_idx = _inner_split(y_train, val_fraction, seed + 1000 * f, data.task)
+        for m in methods:
+            best = None
+            for params in m.grid:
+                score, refit = _fit_score(m, params, X_train[fit_idx], y_train[fit_idx], X_train[val_idx],
+                                          y_train[val_idx], data.task, results[m.name].not_converged)
+                if best is None or score > best[0]:
+                    best = (score, refit)
+            est, (Xa, Xb) = _prepared(m, best[1], X_train, X_test)
+            _fit(est, Xa, y_train, notes=results[m.name].not_converged)
+            results[m.name].scores.append(_score(data.task, y_test, est.predict(Xb)))
+            results[m.name].chosen.append({**best[1], "row_norm": bool(best[1].get("row_norm", False))})
+    return results
+
+
+def benchmark(methods, datasets, progress: bool = False, **kwargs) -> dict[str, dict[str, Result]]:
+    """:func:`evaluate` on each data set: ``{data set name: {method name: Result}}``."""
+    from tqdm.auto import tqdm
+
+    return {data.name: evaluate(methods, data, **kwargs) for data in tqdm(datasets, disable=not progress)}
+
+
+def score_table(results: dict[str, dict[str, Result]]):
+    """(data set names, method names, array (n_sets, n_methods) of mean test scores) of :func:`benchmark`'s output."""
+    sets = list(results)
+    methods = list(next(iter(results.values()))) if sets else []
+    return sets, methods, np.array([[results[s][m].mean for m in methods] for s in sets])
+
+
+def summarize(table, methods=None, *, tie_tol: float = 0.0) -> dict[str, dict[str, float]]:
+    """Summaries of a benchmark table (rows: data sets, columns: methods, higher is better).
+
+    * ``mean``: the mean score; ``rank``: the mean rank (1 = best on a set; ties share the average rank, and
+      scores within ``tie_tol`` of each other count as ties);
+    * ``P90`` / ``P95``: the percentage of sets on which the method reaches at least 90% / 95% of the best score
+      on that set; ``PMA``: the mean percentage of the best score (the percentage-of-maximum-accuracy summaries of
+      the UCI comparisons; meaningful for accuracies, not for R^2 that can be negative);
+    * ``ADTM``: the mean over sets of (score - worst) / (best - worst), best and worst taken over the methods of
+      the table (1 where all are equal): the "average distance to the minimum" of Grinsztajn et al.'s benchmark,
+      with the worst method as the minimum.
+    """
+    from scipy.stats import rankdata
+
+    A = np.asarray(table, dtype=np.float64)
+    if A.ndim != 2 or A.size == 0:
+        raise ValueError(f"table must be a non-empty (data sets, methods) array, got shape {A.shape}")
+    if not np.isfinite(A).all():
+        raise ValueError("table has non-finite scores")
+    methods = list(methods) if methods is not None else [f"m{j}" for j in range(A.shape[1])]
+    if len(methods) != A.shape[1]:
+        raise ValueError(f"{len(methods)} method names for {A.shape[1]} columns")
+    R = A.copy()
+    if tie_tol > 0:  # snap scores within tie_tol of a set's best to it, and so on down
+        for i in range(R.shape[0]):
+            order = np.argsort(-R[i])
+            for a, b in zip(order, order[1:]):
+                if R[i, a] - R[i, b] <= tie_tol:
+                    R[i, b] = R[i, a]
+    ranks = np.vstack([rankdata(-row, method="average") for row in R])
+    best, worst = A.max(axis=1, keepdims=True), A.min(axis=1, keepdims=True)
+    span = np.where(best > worst, best - worst, 1.0)
+    dtm = np.where(best > worst, (A - worst) / span, 1.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        frac = np.where(best > 0, A / best, np.nan)
+    out = {}
+    for j, name in enumerate(methods):
+        out[name] = {"mean": float(A[:, j].mean()), "rank": float(ranks[:, j].mean()),
+                     "P90": float(100 * np.mean(A[:, j] >= 0.90 * best[:, 0])),
+                     "P95": float(100 * np.mean(A[:, j] >= 0.95 * best[:, 0])),
+                     "PMA": float(100 * np.nanmean(frac[:, j])), "ADTM": float(dtm[:, j].mean())}
+    return out
+
+
+def win_tie_loss(a, b, tol: float = 0.0) -> tuple[int, int, int]:
+    """How many sets ``a`` wins (a > b + tol), ties (``abs(a - b) <= tol``) and loses against ``b``."""
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    if a.shape != b.shape:
+        raise ValueError(f"a and b must have the same shape, got {a.shape} and {b.shape}")
+    return int(np.sum(a > b + tol)), int(np.sum(np.abs(a - b) <= tol)), int(np.sum(a < b - tol))

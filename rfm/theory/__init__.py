@@ -1,0 +1,11 @@
+"""Theory: closed forms that the chapters compare measurements with.
+
+* :mod:`~rfm.theory.eigenframework`   -- the omniscient risk of kernel ridge regression and random features, the
+  cost of overfitting
+* :mod:`~rfm.theory.infinite_depth`   -- wide and deep networks: activations, their duals and very deep compositions
+* :mod:`~rfm.theory.matrix_inversion` -- matrix inversion by SGD with an adaptive step, Newton--Schulz, orders of
+  convergence
+"""
+from . import eigenframework, infinite_depth, matrix_inversion
+
+__all__ = ["eigenframework", "infinite_depth", "matrix_inversion"]
