@@ -27,7 +27,11 @@ def kernel_ref(name, Z, X, M=None, bandwidth=1.0, exponent=1.0, degree=2, c=0.0)
     Zt, Xt = transform(Z, M), transform(X, M)
     if name in ("polynomial", "quadratic"):
         return (Zt @ Xt.T / bandwidth**2 + c) ** degree
-    r = safe_norm(Zt[:, None, :] - Xt[None, :, :])
+    # A point equal to a centre is at distance exactly 0 (the package's convention: coincident pairs add no
+    # gradient). Z @ L and X @ L can round the same row differently (the BLAS blocks the two products differently),
+    # so compare the raw points, not the transformed ones.
+    same = (Z.detach()[:, None, :] == X[None, :, :]).all(-1, keepdim=True)
+    r = safe_norm(torch.where(same, torch.zeros((), dtype=Zt.dtype), Zt[:, None, :] - Xt[None, :, :]))
     if name == "laplace":
         return torch.exp(-((r / bandwidth) ** exponent))
     if name == "gaussian":
