@@ -499,18 +499,9 @@ rfm.book.glue("diag_corr_ten", diag_corr["10-class"], "{:.3f}")
 
 # %%
 # the committed paper-scale run, for the text
-full = rfm.book.load_results("recursive_feature_machines", "full")
-if full:
-    fm_ = full["measured"]
-    rfm.book.glue("full_where", f"{full['device']}, {full['date'][:10]}, {full['seconds'] / 60:.0f} min")
-    for key in ("r2_rfm_largest", "r2_laplace_largest", "r2_ntk_largest", "r2_mlp_largest", "r2_rfm_mid",
-                "r2_mlp_mid"):
-        rfm.book.glue("full_" + key.replace("_largest", ""), fm_[key], "{:.3f}")
-    rfm.book.glue("full_failed", "; ".join(f"{k} = {c['value']:.3f} (rule {c['rule']})"
-                                           for k, c in full["checks"].items() if not c["passed"]) or "none")
-else:
-    for key in ("where", "r2_rfm", "r2_laplace", "r2_ntk", "r2_mlp", "r2_rfm_mid", "r2_mlp_mid", "failed"):
-        rfm.book.glue("full_" + key, "(no committed full run)")
+full = rfm.book.glue_full_run("recursive_feature_machines", measured={
+    "full_r2_rfm": "r2_rfm_largest", "full_r2_laplace": "r2_laplace_largest", "full_r2_ntk": "r2_ntk_largest",
+    "full_r2_mlp": "r2_mlp_largest", "full_r2_rfm_mid": "r2_rfm_mid", "full_r2_mlp_mid": "r2_mlp_mid"})
 
 # %%
 calib = rfm.book.load_calibration("recursive_feature_machines")

@@ -25,12 +25,17 @@ must sit beyond the worst seed. The paper-scale run (``scripts/full_run.py``) wr
 """
 from __future__ import annotations
 
+import datetime as _dt
 import json
 import math
 import os
+import platform
 import statistics
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from .records import check_name, device_name, git_commit, json_key, jsonable, load_calibration, load_results, summary
 
 KINDS = ("claim", "sanity")
 # settings that do not change what a chapter measures: excluded when a run is compared with the calibration
@@ -39,7 +44,13 @@ MODE_ENV = "RFM_BOOK_CHECKS"
 
 
 def record_only() -> bool:
-    """True when checks are recorded but never raised (``RFM_BOOK_CHECKS=record``: calibration, full runs)."""
+    """Whether checks are recorded but never raised (``RFM_BOOK_CHECKS=record``: calibration, full runs).
+
+    Returns
+    -------
+    bool
+        True when the environment variable ``RFM_BOOK_CHECKS`` is ``record``; False when it is unset or ``raise``.
+    """
     mode = os.environ.get(MODE_ENV, "").strip().lower()
     if mode not in ("", "raise", "record"):
         raise ValueError(f"{MODE_ENV} must be 'record' or 'raise' (or unset), got {mode!r}")
@@ -59,7 +70,21 @@ def _number(name, value):
 
 @dataclass
 class Check:
-    """One checked value and its rule (``at_least`` and/or ``at_most``; a bool must be True)."""
+    """One checked value and its rule (``at_least`` and/or ``at_most``; a bool must be True).
+
+    Parameters
+    ----------
+    name : str
+        The check's name (an identifier).
+    kind : {"claim", "sanity"}
+        A reproduction against a control, or a fact that holds by construction.
+    value : float, int or bool
+        The value measured in this run.
+    at_least, at_most : float or None, default=None
+        The rule's bounds (inclusive).
+    what : str, default=""
+        What the value is, and what it is compared with.
+    """
 
     name: str
     kind: str
@@ -69,6 +94,18 @@ class Check:
     what: str = ""
 
     def passes(self, value=None) -> bool:
+        """Whether a value meets the rule (NaN and None never do).
+
+        Parameters
+        ----------
+        value : float, int, bool or None, default=None
+            The value to test; None tests this run's :attr:`value`.
+
+        Returns
+        -------
+        bool
+            True when the value is inside the bounds (or, for a rule without bounds, is True).
+        """
         v = self.value if value is None else value
         if v is None or (isinstance(v, float) and math.isnan(v)):
             return False
@@ -78,6 +115,7 @@ class Check:
 
     @property
     def rule(self) -> str:
+        """The rule as text: ``">= 0.3"``, ``"<= 1e-06"``, ``"in [0, 1]"`` or ``"is True"``."""
         if self.at_least is not None and self.at_most is not None:
             return f"in [{self.at_least:.4g}, {self.at_most:.4g}]"
         if self.at_least is not None:
@@ -87,7 +125,18 @@ class Check:
         return "is True"
 
     def room(self, value) -> float | None:
-        """How far ``value`` is inside the rule (negative: outside), in the value's units; None for a bool rule."""
+        """How far a value is inside the rule, in the value's units (negative: outside).
+
+        Parameters
+        ----------
+        value : float, int, bool or None
+            A value of this check (this run's, or a calibrated seed's).
+
+        Returns
+        -------
+        float or None
+            The distance to the nearer bound; None for a bool or a missing value.
+        """
         if isinstance(value, bool) or value is None:
             return None
         gaps = []
@@ -98,13 +147,38 @@ class Check:
         return min(gaps) if gaps else None
 
     def as_dict(self) -> dict:
+        """The check as written into a run's JSON record.
+
+        Returns
+        -------
+        dict
+            kind, value, at_least, at_most, rule, passed and what.
+        """
         return dict(kind=self.kind, value=self.value, at_least=self.at_least, at_most=self.at_most,
                     rule=self.rule, passed=self.passes(), what=self.what)
 
 
 @dataclass
 class Checks:
-    """Collects a chapter's checks; see the module docstring for the workflow."""
+    """Collects a chapter's checks; see the module docstring for the workflow.
+
+    Parameters
+    ----------
+    chapter : str
+        The chapter's slug (it names ``results/calibration/<chapter>.json``).
+    params : Settings or dict
+        The chapter's settings (:func:`rfm.book.settings`); compared with the calibration's.
+    seed : int or None, default=None
+        The chapter's seed.
+    device : str, torch.device or None, default=None
+        The device the chapter runs on (written into the record).
+    output_dir : str, Path or None, default=None
+        Where :meth:`finish` writes the record (see :func:`rfm.book.output_path`).
+    checks : dict, optional
+        The stated checks, by name (filled by :meth:`claim` and :meth:`sanity`).
+    measured : dict, optional
+        The recorded values, by name (filled by :meth:`record`).
+    """
 
     chapter: str
     params: object
@@ -115,9 +189,7 @@ class Checks:
     measured: dict = field(default_factory=dict)
 
     def __post_init__(self):
-        from . import _check_name  # noqa: PLC0415 (rfm.book imports this module)
-
-        _check_name("chapter", self.chapter)
+        check_name("chapter", self.chapter)
         self._finished = False
 
     # ------------------------------------------------------------------ stating checks
@@ -140,42 +212,115 @@ class Checks:
     def claim(self, name, value, *, at_least=None, at_most=None, what=""):
         """A reproduction check: ``value`` compares the paper's claim with a control from the same run.
 
-        Returns whether it passes (the failure is raised by :meth:`finish`, after every check has been shown).
+        Parameters
+        ----------
+        name : str
+            The check's name (an identifier, unique in the chapter).
+        value : float, int, bool, or a 0-d tensor or array
+            The measured value.
+        at_least, at_most : float or None, default=None
+            The rule's bounds (at least one, unless ``value`` is a bool that must be True).
+        what : str, default=""
+            What the value is and what control it beats.
+
+        Returns
+        -------
+        bool
+            Whether it passes (a failure is raised by :meth:`finish`, after every check has been shown).
         """
         return self._add("claim", name, value, at_least, at_most, what)
 
     def sanity(self, name, value, *, at_least=None, at_most=None, what=""):
-        """A labelled sanity check: a fact that holds by algebra or by construction (it reproduces nothing)."""
+        """A labelled sanity check: a fact that holds by algebra or by construction (it reproduces nothing).
+
+        Parameters
+        ----------
+        name : str
+            The check's name (an identifier, unique in the chapter).
+        value : float, int, bool, or a 0-d tensor or array
+            The measured value.
+        at_least, at_most : float or None, default=None
+            The rule's bounds (at least one, unless ``value`` is a bool that must be True).
+        what : str, default=""
+            What the value is and why it holds.
+
+        Returns
+        -------
+        bool
+            Whether it passes.
+        """
         return self._add("sanity", name, value, at_least, at_most, what)
 
-    def record(self, **values):
-        """Measured values written with the checks (JSON-able: numbers, lists, dicts, tensors)."""
-        clash = sorted(set(values) & set(self.checks))
+    def record(self, values: Mapping | None = None, /, **named):
+        """Measured values written with the checks: numbers, strings, lists, tensors, arrays and dicts.
+
+        Keys may be any hashable (a learning rate, a width, a tuple): :func:`rfm.book.records.jsonable` writes them
+        as their ``str`` when the record is written, at any depth, so ``checks.record(rate=rate)`` with
+        ``rate = {0.1: 0.5}`` needs no ``{str(k): v}`` first.
+
+        Parameters
+        ----------
+        values : mapping, optional
+            Values by name; a name that is not a string is written as its ``str``.
+        **named
+            More values by name.
+        """
+        new = {json_key(k): v for k, v in {**dict(values or {}), **named}.items()}
+        if values is not None and len(new) != len(values) + len(named):
+            raise ValueError("two recorded names are the same once written as strings; make them distinct")
+        clash = sorted((set(new) & set(self.checks)) | (set(new) & set(self.measured)))
         if clash:
-            raise ValueError(f"{clash} are already checks of this chapter; record other names")
-        self.measured.update(values)
+            raise ValueError(f"{clash} are already checks or recorded values of this chapter; record other names")
+        self.measured.update(new)
 
     # ------------------------------------------------------------------ reading the committed runs
     def settings(self) -> dict:
+        """The settings that define what the chapter measures (its parameters without profile, device, seed, output).
+
+        Returns
+        -------
+        dict
+            Setting name -> value.
+        """
         params = vars(self.params) if hasattr(self.params, "__dict__") else dict(self.params)
         return {k: v for k, v in params.items() if k not in IGNORED_SETTINGS}
 
     def calibration(self) -> dict | None:
-        from . import load_calibration  # noqa: PLC0415
+        """The chapter's committed calibration (:func:`rfm.book.load_calibration`).
 
+        Returns
+        -------
+        dict or None
+            The calibration, or None when none is committed.
+        """
         return load_calibration(self.chapter)
 
     def at_calibrated_settings(self, calib=None) -> bool:
-        """Whether this run has the profile and settings of the committed calibration (any seed, any device)."""
-        from . import _jsonable  # noqa: PLC0415
+        """Whether this run has the profile and settings of the committed calibration (any seed, any device).
 
+        Parameters
+        ----------
+        calib : dict or None, default=None
+            The calibration; None reads the committed one.
+
+        Returns
+        -------
+        bool
+            True when a calibration exists and was made at this run's profile and settings.
+        """
         calib = self.calibration() if calib is None else calib
         params = vars(self.params) if hasattr(self.params, "__dict__") else dict(self.params)
         return bool(calib) and calib.get("profile") == params.get("profile") and \
-            calib.get("settings") == _jsonable(self.settings())
+            calib.get("settings") == jsonable(self.settings())
 
     def problems(self) -> list[str]:
-        """Every reason the checks fail: a failed rule, or (at the calibrated settings) a stale calibration."""
+        """Every reason the checks fail: a failed rule, or (at the calibrated settings) a stale calibration.
+
+        Returns
+        -------
+        list of str
+            One sentence per problem; empty when everything holds.
+        """
         out = [f"{c.kind} {c.name} = {c.value!r}, needs {c.rule}" + (f" ({c.what})" if c.what else "")
                for c in self.checks.values() if not c.passes()]
         calib = self.calibration()
@@ -199,9 +344,13 @@ class Checks:
 
     # ------------------------------------------------------------------ showing and finishing
     def table(self) -> list[dict]:
-        """One row per check: kind, rule, this run, calibration min/median/max and worst room, full-profile run."""
-        from . import load_results  # noqa: PLC0415
+        """One row per check: kind, rule, this run, calibration min/median/max and worst room, full-profile run.
 
+        Returns
+        -------
+        list of dict
+            The rows, claims first.
+        """
         calib = self.calibration() or {}
         full = load_results(self.chapter, "full") or {}
         full_checks = full.get("checks", {})
@@ -224,10 +373,14 @@ class Checks:
         return rows
 
     def report(self):
-        """Show the checks table (as a Markdown table in a notebook, as text elsewhere) and the runs it reads."""
-        calib = self.calibration()
-        from . import load_results  # noqa: PLC0415
+        """Show the checks table (as a Markdown table in a notebook, as text elsewhere) and the runs it reads.
 
+        Returns
+        -------
+        list of dict
+            The table's rows (:meth:`table`).
+        """
+        calib = self.calibration()
         full = load_results(self.chapter, "full")
         lines = []
         if calib:
@@ -253,7 +406,7 @@ class Checks:
         md = "\n".join(lines) + "\n\n| " + " | ".join(head) + " |\n|" + "---|" * len(head) + "\n" + \
             "\n".join("| " + " | ".join(b) + " |" for b in body)
         if _in_notebook():
-            from IPython.display import Markdown, display  # noqa: PLC0415
+            from IPython.display import Markdown, display
 
             display(Markdown(md))
         else:
@@ -264,9 +417,17 @@ class Checks:
         """Write the measured values and checks as JSON (:func:`rfm.book.summary`); raise if any check fails.
 
         With ``RFM_BOOK_CHECKS=record`` nothing is raised: calibration and paper-scale runs record every value.
-        """
-        from . import summary  # noqa: PLC0415
 
+        Returns
+        -------
+        dict
+            The record as written (:func:`rfm.book.summary`).
+
+        Raises
+        ------
+        AssertionError
+            Listing every failed check (:meth:`problems`), unless checks are only recorded.
+        """
         if not self.checks:
             raise ValueError(f"chapter {self.chapter!r} states no checks before finish()")
         measured = {**{name: c.value for name, c in self.checks.items()}, **self.measured}
@@ -298,7 +459,7 @@ def _fmt(v) -> str:
 
 def _in_notebook() -> bool:
     try:
-        from IPython import get_ipython  # noqa: PLC0415
+        from IPython import get_ipython
     except ImportError:
         return False
     shell = get_ipython()
@@ -306,11 +467,21 @@ def _in_notebook() -> bool:
 
 
 def calibration_from_records(records: list[dict], seconds: dict | None = None) -> dict:
-    """Merge the JSON records of one chapter run per seed into the calibration file's content."""
-    from . import _jsonable, device_name, git_commit  # noqa: PLC0415
-    import datetime as _dt  # noqa: PLC0415
-    import platform  # noqa: PLC0415
+    """Merge the JSON records of one chapter run per seed into the calibration file's content.
 
+    Parameters
+    ----------
+    records : list of dict
+        One record per seed (as :func:`rfm.book.summary` wrote them), all of one chapter, profile and settings.
+    seconds : dict or None, default=None
+        Each seed's wall time.
+
+    Returns
+    -------
+    dict
+        chapter, profile, settings, seeds, date, commit, machine, device, seconds, each check's values over the
+        seeds with its rule, and the recorded scalars over the seeds.
+    """
     if not records:
         raise ValueError("no records to calibrate from")
     records = sorted(records, key=lambda r: r["seed"])
@@ -335,14 +506,63 @@ def calibration_from_records(records: list[dict], seconds: dict | None = None) -
     scalars = sorted({k for r in records for k, v in r.get("measured", {}).items()
                       if k not in checks and isinstance(v, (int, float))})
     return dict(
-        chapter=chapter, profile=profile, settings=_jsonable(settings), seeds=[r["seed"] for r in records],
+        chapter=chapter, profile=profile, settings=jsonable(settings), seeds=[r["seed"] for r in records],
         date=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), commit=git_commit(),
         machine=f"{device_name('cpu')}, {platform.platform()}", device=first.get("device"),
-        seconds=_jsonable(seconds or {}), checks=checks,
+        seconds=jsonable(seconds or {}), checks=checks,
         measured={k: [r.get("measured", {}).get(k) for r in records] for k in scalars},
     )
 
 
 def write_json(path: Path, content: dict):
+    """Write a calibration (or any record) as indented JSON, creating the folder.
+
+    Parameters
+    ----------
+    path : Path
+        The file to write.
+    content : dict
+        The content.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(content, indent=1) + "\n")
+
+
+def calibration_facts(calibration: dict) -> dict[str, dict]:
+    """What a chapter's text says about each calibrated check: its rule, its worst seed and the margin there.
+
+    The worst seed is the one closest to the rule (or furthest beyond it): the smallest :meth:`Check.room`; a seed
+    whose value is missing (NaN) counts as the worst. For a rule without bounds (a bool that must be True) the worst
+    seed is the first that fails, else the first seed, and the margin is None.
+
+    Parameters
+    ----------
+    calibration : dict
+        A committed calibration (:func:`rfm.book.load_calibration`, made by :func:`calibration_from_records`).
+
+    Returns
+    -------
+    dict of str to dict
+        For each check: ``rule`` (text), ``at_least``, ``at_most``, ``worst_seed``, ``worst`` (its value),
+        ``margin`` (its room to the rule; negative if it fails), ``min``, ``median``, ``max`` (over the seeds'
+        numeric values; None for a bool) and ``passing`` (``"10/10"``).
+    """
+    seeds = list(calibration["seeds"])
+    out = {}
+    for name, entry in calibration["checks"].items():
+        rule = Check(name, entry["kind"], None, entry.get("at_least"), entry.get("at_most"), entry.get("what", ""))
+        values = entry["values"]
+        nums = [float(v) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
+        if rule.at_least is None and rule.at_most is None:
+            failing = [i for i, v in enumerate(values) if not rule.passes(v)]
+            worst, margin = (failing[0] if failing else 0), None
+        else:
+            rooms = [-math.inf if v is None else rule.room(v) for v in values]
+            worst = min(range(len(values)), key=rooms.__getitem__)
+            margin = None if math.isinf(rooms[worst]) else rooms[worst]
+        out[name] = dict(rule=rule.rule, at_least=rule.at_least, at_most=rule.at_most, worst_seed=seeds[worst],
+                         worst=values[worst], margin=margin,
+                         min=min(nums) if nums else None, median=statistics.median(nums) if nums else None,
+                         max=max(nums) if nums else None,
+                         passing=f"{sum(rule.passes(v) for v in values)}/{len(values)}")
+    return out

@@ -154,7 +154,7 @@ def test_without_committed_files_the_table_says_so(results, capsys):
 
 def test_installed_package_downloads_committed_results(monkeypatch, tmp_path):
     """Without a checkout (a pip install on Colab), results come from the book's repository URL."""
-    import rfm.book as book
+    from rfm.book import records as book
 
     site = tmp_path / "site"
     (site / "results" / "demo").mkdir(parents=True)
@@ -175,7 +175,7 @@ def test_glue_formats_and_returns_the_value():
 
 def test_glue_full_run_glues_the_committed_run_or_says_there_is_none(results, monkeypatch):
     glued = {}
-    monkeypatch.setattr(rfm.book, "glue", lambda name, value, fmt=None: glued.__setitem__(name, value))
+    monkeypatch.setattr(rfm.book.text, "glue", lambda name, value, fmt=None: glued.__setitem__(name, value))
     assert rfm.book.glue_full_run("demo", {"full_gain": lambda f: f"{f['measured']['gain']:.2f}"}) is None
     assert glued == dict.fromkeys(["full_where", "full_failed", "full_gain"], rfm.book.NO_FULL_RUN)
     (results / "demo").mkdir()

@@ -1,0 +1,329 @@
+"""A chapter's records: where the book keeps them, the JSON they are written as, and the committed runs.
+
+A run's measured values are written by :func:`summary` (as ``<output_dir>/<chapter>_<profile>.json``, with the
+profile, seed, parameters, device, date and commit). The committed runs are read back by :func:`load_results`
+(``results/<chapter>/<profile>.json``) and :func:`load_calibration` (``results/calibration/<chapter>.json``), from
+this checkout or, in an installed package (Colab), from the book's repository.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import math
+import os
+import platform
+import subprocess
+import urllib.error
+import urllib.request
+from pathlib import Path
+from types import SimpleNamespace
+
+import torch
+
+PROFILES = ("smoke", "full")
+ROOT = Path(__file__).resolve().parents[2]  # the repository root for an editable install or a clone
+RESULTS = ROOT / "results"
+REPOSITORY_RAW = "https://raw.githubusercontent.com/rfm-book/rfm-book/main"  # keep in sync with _config.yml
+
+
+def check_profile(profile: str) -> str:
+    """Return ``profile`` if it is one of :data:`PROFILES`.
+
+    Parameters
+    ----------
+    profile : str
+        A chapter's profile name.
+
+    Returns
+    -------
+    str
+        ``profile`` unchanged.
+
+    Raises
+    ------
+    ValueError
+        If ``profile`` is not ``"smoke"`` or ``"full"``.
+    """
+    if profile not in PROFILES:
+        raise ValueError(f"profile must be one of {PROFILES}, got {profile!r}")
+    return profile
+
+
+def check_name(name: str, value) -> str:
+    """Return ``value`` if it can be part of a file name (a chapter's slug, a figure's name).
+
+    Parameters
+    ----------
+    name : str
+        The argument's name, for the error message.
+    value : str
+        The name to check: a non-empty string without a path separator.
+
+    Returns
+    -------
+    str
+        ``value`` unchanged.
+
+    Raises
+    ------
+    TypeError
+        If ``value`` is not a non-empty string.
+    ValueError
+        If ``value`` contains a path separator or is ``"."`` or ``".."``.
+    """
+    if not isinstance(value, str) or not value.strip():
+        raise TypeError(f"{name} must be a non-empty string, got {value!r}")
+    if "/" in value or "\\" in value or value in (".", ".."):
+        raise ValueError(f"{name} becomes a file name and must not contain a path separator, got {value!r}")
+    return value
+
+
+def json_key(key) -> str:
+    """A JSON object key for any hashable key: a string unchanged, anything else as its ``str``.
+
+    ``0.1`` -> ``"0.1"``, ``(0.1, "sgd")`` -> ``"(0.1, 'sgd')"``: what a chapter's ``{str(k): v}`` wrote.
+
+    Parameters
+    ----------
+    key : hashable
+        A dictionary key.
+
+    Returns
+    -------
+    str
+        The key as JSON writes it.
+    """
+    return key if isinstance(key, str) else str(key)
+
+
+def jsonable(value):
+    """``value`` in types JSON writes: tensors and arrays as (nested) lists, any dict key as a string.
+
+    Non-finite floats become None (JSON has no NaN or infinity); devices, dtypes and paths become strings. Two keys
+    of one dict that read the same as strings (``1`` and ``"1"``) are an error rather than one silently lost.
+
+    Parameters
+    ----------
+    value : object
+        A number, string, tensor, array, or a dict, list or tuple of these.
+
+    Returns
+    -------
+    object
+        The same content built from ``dict``, ``list``, ``str``, ``int``, ``float``, ``bool`` and None.
+
+    Raises
+    ------
+    ValueError
+        If two keys of one dict map to the same string.
+    """
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, torch.Tensor):
+        return jsonable(value.detach().cpu().tolist())
+    if hasattr(value, "tolist"):
+        return jsonable(value.tolist())
+    if isinstance(value, (torch.device, torch.dtype, Path)):
+        return str(value)
+    if isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            key = json_key(k)
+            if key in out:
+                raise ValueError(f"two keys are written as {key!r} in JSON; make them distinct")
+            out[key] = jsonable(v)
+        return out
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    return value
+
+
+def git_commit() -> str | None:
+    """The short hash of the repository's current commit.
+
+    Returns
+    -------
+    str or None
+        Twelve hex digits, or None outside a git checkout.
+    """
+    try:
+        out = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                             timeout=10)
+        return out.stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def device_name(device=None) -> str:
+    """A readable name of a device: the GPU model for CUDA, else the CPU with its number of cores.
+
+    Parameters
+    ----------
+    device : str, torch.device or None, default=None
+        The device; None means the CPU.
+
+    Returns
+    -------
+    str
+        For example ``"NVIDIA H100 80GB HBM3"`` or ``"cpu (x86_64, 2 cores)"``.
+    """
+    try:
+        dev = torch.device(device) if device is not None else torch.device("cpu")
+    except (RuntimeError, TypeError) as exc:
+        raise ValueError(f"device={device!r} is not a device torch knows; use 'cpu', 'cuda' or None") from exc
+    if dev.type == "cuda" and torch.cuda.is_available():
+        return torch.cuda.get_device_name(dev)
+    return f"cpu ({platform.processor() or platform.machine()}, {os.cpu_count()} cores)"
+
+
+def output_path(output_dir=None) -> Path | None:
+    """The folder a run writes its figures and measured values to, created if needed.
+
+    Parameters
+    ----------
+    output_dir : str, Path or None, default=None
+        The folder; None takes the environment variable ``RFM_BOOK_OUTPUT``.
+
+    Returns
+    -------
+    Path or None
+        The folder, or None when neither is set (the book itself writes nothing).
+    """
+    out = output_dir if output_dir is not None else os.environ.get("RFM_BOOK_OUTPUT")
+    if not out:
+        return None
+    path = Path(out)
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def summary(chapter: str, params, measured: dict, *, device=None, output_dir=None, seed=None, checks=None) -> dict:
+    """Print the one-line summary of a chapter's measured values and write them as JSON when asked.
+
+    Parameters
+    ----------
+    chapter : str
+        The chapter's slug.
+    params : Settings or dict
+        The chapter's settings (:func:`rfm.book.settings`).
+    measured : dict
+        The measured values; keys and values are made JSON-safe by :func:`jsonable` (non-finite numbers are
+        written as ``null``).
+    device : str, torch.device or None, default=None
+        The device the chapter ran on.
+    output_dir : str, Path or None, default=None
+        Where to write ``<chapter>_<profile>.json`` (see :func:`output_path`); nothing is written without one.
+    seed : int or None, default=None
+        The chapter's seed (the calibration groups runs by it).
+    checks : dict or None, default=None
+        Each check's value, rule and pass/fail (written by :meth:`rfm.book.Checks.finish`).
+
+    Returns
+    -------
+    dict
+        The record as written: chapter, profile, seed, device, date, commit, torch, params, measured (and checks).
+    """
+    check_name("chapter", chapter)
+    if not isinstance(measured, dict):
+        raise TypeError(f"measured must be a dict of the chapter's measured values, e.g. {{'r2': 0.97}}, got "
+                        f"{type(measured).__name__}")
+    if not isinstance(params, (SimpleNamespace, dict)):
+        raise TypeError(f"params must be the chapter's settings (rfm.book.settings(...)) or a dict, got "
+                        f"{type(params).__name__}")
+    params = vars(params) if isinstance(params, SimpleNamespace) else dict(params)
+    record = {
+        "chapter": chapter,
+        "profile": params.get("profile"),
+        "seed": seed,
+        "device": device_name(device),
+        "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "commit": git_commit(),
+        "torch": torch.__version__,
+        "params": jsonable(params),
+        "measured": jsonable(measured),
+    }
+    if checks is not None:
+        record["checks"] = jsonable(checks)
+    shown = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in measured.items()
+                      if isinstance(v, (int, float, str)))
+    print(f"[{chapter} | profile={record['profile']} | {record['device']}] {shown}")
+    path = output_path(output_dir)
+    if path is not None:
+        with open(path / f"{chapter}_{record['profile']}.json", "w") as fh:
+            json.dump(record, fh, indent=2)
+    return record
+
+
+_DOWNLOADED: dict = {}
+
+
+def read_committed(relative: str) -> dict | None:
+    """A committed JSON file under ``results/``.
+
+    Read from ``RFM_BOOK_RESULTS`` (a folder) when set, else from this checkout's ``results/``, else (an installed
+    package, e.g. on Colab) downloaded once from the book's repository (``RFM_BOOK_RESULTS_URL`` overrides where).
+
+    Parameters
+    ----------
+    relative : str
+        The file's path under ``results/``, e.g. ``"calibration/kernels_and_agop.json"``.
+
+    Returns
+    -------
+    dict or None
+        The file's content, or None when it is not committed.
+    """
+    folders = [Path(os.environ["RFM_BOOK_RESULTS"])] if os.environ.get("RFM_BOOK_RESULTS") else []
+    folders.append(RESULTS)
+    for folder in folders:
+        path = folder / relative
+        if path.exists():
+            with open(path) as fh:
+                return json.load(fh)
+    if (ROOT / ".git").exists() or (ROOT / "pyproject.toml").exists():
+        return None  # a clone: what is not in its results/ is not committed
+    url = f"{os.environ.get('RFM_BOOK_RESULTS_URL', f'{REPOSITORY_RAW}/results')}/{relative}"
+    if url not in _DOWNLOADED:
+        try:
+            with urllib.request.urlopen(url, timeout=10) as resp:
+                _DOWNLOADED[url] = json.loads(resp.read().decode())
+        except (urllib.error.URLError, OSError, ValueError):
+            _DOWNLOADED[url] = None
+    return _DOWNLOADED[url]
+
+
+def load_results(chapter: str, profile: str = "full") -> dict | None:
+    """Committed measured values of a chapter (``results/<chapter>/<profile>.json``).
+
+    Parameters
+    ----------
+    chapter : str
+        The chapter's slug.
+    profile : {"full", "smoke"}, default="full"
+        Which committed run.
+
+    Returns
+    -------
+    dict or None
+        The run's record (as :func:`summary` wrote it), or None when none is committed.
+    """
+    check_name("chapter", chapter)
+    check_profile(profile)
+    return read_committed(f"{chapter}/{profile}.json")
+
+
+def load_calibration(chapter: str) -> dict | None:
+    """The committed ten-seed calibration of a chapter's Checks (``results/calibration/<chapter>.json``).
+
+    Parameters
+    ----------
+    chapter : str
+        The chapter's slug.
+
+    Returns
+    -------
+    dict or None
+        The calibration (as :func:`rfm.book.checks.calibration_from_records` made it), or None when absent.
+    """
+    check_name("chapter", chapter)
+    return read_committed(f"calibration/{chapter}.json")
