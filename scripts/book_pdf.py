@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import browser_check  # noqa: E402  (the Selenium-driven Chromium)
+import browser_check  # the Selenium-driven Chromium
 
 ROOT = Path(__file__).resolve().parent.parent
 PDF_NAME = "rfm-book.pdf"
@@ -94,7 +94,7 @@ def link_pdf(html: Path, pdf: Path) -> int:
                  f'title="Download the whole book as a PDF" data-bs-placement="left" data-bs-toggle="tooltip">'
                  f'<span class="btn__icon-container"><i class="fas fa-book"></i></span>'
                  f'<span class="btn__text-container">book .pdf</span></a></li>\n')
-        page.write_text(PRINT_LI.sub(lambda m: entry + m.group(1), text, count=1), encoding="utf-8")
+        page.write_text(PRINT_LI.sub(lambda m, entry=entry: entry + m.group(1), text, count=1), encoding="utf-8")
         changed += 1
     return changed
 

@@ -24,8 +24,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import _bookcache as bc  # noqa: E402
-
+import _bookcache as bc
 
 LOG = bc.BUILD / "logs" / "book.log"
 

@@ -50,7 +50,8 @@ def run_seed(src: Path, seed, profile, extra, out: Path, timeout, threads=1):
     seconds = time.perf_counter() - t0
     path = out / f"{slug}_{profile}.json"
     if proc.returncode != 0 or not path.exists():
-        raise RuntimeError(f"seed {seed} failed (exit {proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+        raise RuntimeError(f"seed {seed} failed (exit {proc.returncode}):\n{proc.stdout[-3000:]}\n"
+                           f"{proc.stderr[-3000:]}")
     record = json.loads(path.read_text())
     if record.get("seed") != seed:
         raise RuntimeError(f"seed {seed}: the chapter wrote seed={record.get('seed')!r}; pass seed=seed to "
@@ -89,7 +90,7 @@ def main(argv=None) -> int:
         for s, fut in futures.items():
             try:
                 record, secs = fut.result()
-            except Exception as exc:  # noqa: BLE001 (reported, then the run fails)
+            except Exception as exc:  # any failure of a seed is reported, then the run fails
                 failed.append(s)
                 print(f"seed {s}: {exc}", file=sys.stderr, flush=True)
                 continue
@@ -109,7 +110,7 @@ def main(argv=None) -> int:
     for name, c in calib["checks"].items():
         ok = sum(c["passed"])
         bad += ok < len(c["passed"])
-        fmt = lambda v: f"{v:10.4g}" if isinstance(v, (int, float)) else f"{'-':>10s}"  # noqa: E731
+        fmt = lambda v: f"{v:10.4g}" if isinstance(v, (int, float)) else f"{'-':>10s}"
         print(f"{name:34s} {c['kind']:7s} {c['rule']:>16s} {fmt(c.get('min'))} {fmt(c.get('median'))} "
               f"{fmt(c.get('max'))}  {ok}/{len(c['passed'])}" + ("" if ok == len(c["passed"]) else "  <- FAILS"))
     print(f"\nwrote {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path} "

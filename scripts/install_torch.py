@@ -77,7 +77,7 @@ def reachable(url: str, timeout: float = PROBE_TIMEOUT) -> bool:
     try:
         with urllib.request.urlopen(urllib.request.Request(url, method="HEAD"), timeout=timeout) as resp:
             return resp.status < 400
-    except Exception:  # noqa: BLE001 - any failure means: use the default index
+    except Exception:  # any failure means: use the default index
         return False
 
 

@@ -45,7 +45,8 @@ def main(argv=None) -> int:
            str(ROOT)]
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
     log = re.sub(r"\x1b\[[0-9;]*m", "", proc.stdout + proc.stderr)
-    problems = [line for line in log.splitlines() if ("WARNING" in line or "ERROR" in line) and "IPKernelApp" not in line]
+    problems = [line for line in log.splitlines()
+                if ("WARNING" in line or "ERROR" in line) and "IPKernelApp" not in line]
     elsewhere = [p for p in problems if "unknown document" in p or "toctree" in p]
     own = [p for p in problems if p not in elsewhere]
     for p in elsewhere:

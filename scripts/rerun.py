@@ -76,7 +76,8 @@ def parameters_cell(nb):
 def parameter_names(source: str) -> list[str]:
     names = []
     for node in ast.parse(source).body:
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+        targets = node.targets if isinstance(node, ast.Assign) else \
+            [node.target] if isinstance(node, ast.AnnAssign) else []
         for t in targets:
             if isinstance(t, ast.Name):
                 names.append(t.id)

@@ -16,8 +16,8 @@ The data sets are in :mod:`rfm.data.tabular`.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 

@@ -184,8 +184,8 @@ def test_glue_full_run_glues_the_committed_run_or_says_there_is_none(results, mo
                             ok=dict(kind="claim", value=1.0, rule=">= 0.5", passed=True, what="")))
     (results / "demo" / "full.json").write_text(json.dumps(full))
     assert rfm.book.glue_full_run("demo", {"full_gain": lambda f: f"{f['measured']['gain']:.2f}"}) == full
-    assert glued == {"full_where": "NVIDIA H100, 2026-11-23, commit abc, 10 min", "full_failed": "gain = 0.1 (rule >= 0.2)",
-                     "full_gain": "0.50"}
+    assert glued == {"full_where": "NVIDIA H100, 2026-11-23, commit abc, 10 min",
+                     "full_failed": "gain = 0.1 (rule >= 0.2)", "full_gain": "0.50"}
 
 
 def test_calibrate_script_runs_each_seed_and_writes_the_table(tmp_path):

@@ -51,7 +51,8 @@ def parameters_cells(nb):
 def assigned_names(source: str) -> set[str]:
     names = set()
     for node in ast.parse(source).body:
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+        targets = node.targets if isinstance(node, ast.Assign) else \
+            [node.target] if isinstance(node, ast.AnnAssign) else []
         names |= {t.id for t in targets if isinstance(t, ast.Name)}
     return names
 

@@ -19,7 +19,8 @@ TOOLS = ["jupyter-book", "sphinx", "myst-nb", "jupytext", "papermill", "jupyter-
 
 def pins(python: str, platform: str = "linux") -> dict[str, str]:
     env = {"python_full_version": python, "python_version": ".".join(python.split(".")[:2]),
-           "sys_platform": platform, "platform_system": {"linux": "Linux", "darwin": "Darwin", "win32": "Windows"}[platform]}
+           "sys_platform": platform,
+           "platform_system": {"linux": "Linux", "darwin": "Darwin", "win32": "Windows"}[platform]}
     found: dict[str, list[str]] = {}
     for line in LOCK.read_text().splitlines():
         if not line or line.startswith((" ", "#", "-")):

@@ -105,7 +105,7 @@ def test_detect_gpu_without_nvidia_smi():
 
 
 def test_detect_gpu_with_a_failing_or_empty_nvidia_smi():
-    which = lambda name: "/usr/bin/nvidia-smi"  # noqa: E731
+    which = lambda name: "/usr/bin/nvidia-smi"
     assert it.detect_gpu(run=fake_run(None), which=which)[0] is False
     assert it.detect_gpu(run=fake_run("", rc=9), which=which)[0] is False
     assert it.detect_gpu(run=fake_run("No devices were found", rc=6), which=which)[0] is False
@@ -125,9 +125,9 @@ def test_the_command_line_keeps_this_venvs_torch():
 
 
 def test_the_makefile_passes_torch_spec_and_the_index_unquoted():
-    proc = subprocess.run(["make", "-n", "-B", "-f", "Makefile", ".venv/.installed", "TORCH_SPEC=torch==2.13.0 torchvision",
-                           "TORCH_INDEX_URL=https://example.org/simple"], cwd=ROOT, capture_output=True, text=True,
-                          timeout=60)
+    proc = subprocess.run(["make", "-n", "-B", "-f", "Makefile", ".venv/.installed",
+                           "TORCH_SPEC=torch==2.13.0 torchvision", "TORCH_INDEX_URL=https://example.org/simple"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     line = next(l for l in proc.stdout.splitlines() if "install_torch.py" in l)
     assert line.rstrip().endswith("--index-url https://example.org/simple torch==2.13.0 torchvision"), line
