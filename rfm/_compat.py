@@ -27,7 +27,18 @@ MOVED_MODULES = {
 
 
 def moved_module(old: str):
-    """The module that ``old`` (a pre-0.2 import path) now is, after a DeprecationWarning."""
+    """The module that a pre-0.2 import path now is, after a DeprecationWarning.
+
+    Parameters
+    ----------
+    old : str
+        A key of :data:`MOVED_MODULES`, e.g. ``"rfm.conv"``.
+
+    Returns
+    -------
+    module
+        The imported new module.
+    """
     new = MOVED_MODULES[old]
     warnings.warn(f"{old} moved to {new} in rfm 0.2; the old path will be removed in 0.3",
                   DeprecationWarning, stacklevel=3)

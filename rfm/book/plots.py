@@ -71,15 +71,47 @@ def matrix_images(mats, titles=None, *, block: int | None = None, shared_scale: 
                   log: bool = False, log_floor: float = 1e-4, cmap: str | None = None, suptitle: str | None = None,
                   colorbar_label: str | None = None, xlabel: str = "coordinate j", ylabel: str = "coordinate i",
                   panel_size: float = 2.4, ncols: int | None = None):
-    """Show matrices as images, in one row or in rows of ``ncols`` panels; returns the Figure.
+    """Show matrices as images, in one row or in rows of ``ncols`` panels.
 
-    ``block=k`` shows the top-left k x k block of each matrix (the relevant coordinates of a low-rank target come
-    first). With ``shared_scale`` (default) all panels use one colour scale and one colour bar, so that a sequence
-    (M over RFM iterations) can be compared by eye; otherwise each panel gets its own bar. ``symmetric`` (default:
-    whether any shown entry is negative) uses a diverging map centred at 0. ``log=True`` shows ``|entries|`` on a log
-    scale from ``log_floor`` times the largest up to the largest (smaller entries, zeros included, at the floor):
-    the way to see the small tail of a feature matrix next to its few large entries. A book page is about 8 inches
-    wide: for more than three or four panels, pass ``ncols``."""
+    Parameters
+    ----------
+    mats : matrix or list of matrices
+        Tensors or arrays of shape (rows, cols), finite.
+    titles : str or list of str, optional
+        A title per panel.
+    block : int or None, default=None
+        Show the top-left ``block`` x ``block`` block of each matrix (the relevant coordinates of a low-rank target
+        come first).
+    shared_scale : bool, default=True
+        One colour scale and one colour bar for all panels, so that a sequence (M over RFM iterations) can be
+        compared by eye; False gives each panel its own.
+    symmetric : bool or None, default=None
+        A diverging map centred at 0; None: whether any shown entry is negative.
+    log : bool, default=False
+        Show ``|entries|`` on a log scale from ``log_floor`` times the largest up to the largest (smaller entries,
+        zeros included, at the floor): the way to see the small tail of a feature matrix next to its few large
+        entries.
+    log_floor : float, default=1e-4
+        The bottom of the log scale, relative to the largest entry, in (0, 1).
+    cmap : str or None, default=None
+        The colour map; None: ``"RdBu_r"`` when symmetric, else ``"viridis"``.
+    suptitle : str or None, default=None
+        The figure's title.
+    colorbar_label : str or None, default=None
+        The colour bar's label; None: ``"entry"`` (or ``"|entry| (log scale)"``).
+    xlabel, ylabel : str, default="coordinate j", "coordinate i"
+        The axes' labels.
+    panel_size : float, default=2.4
+        The width of a panel in inches.
+    ncols : int or None, default=None
+        Panels per row; None: all in one row. A book page is about 8 inches wide: for more than three or four
+        panels, pass ``ncols``.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure.
+    """
     if hasattr(mats, "shape"):
         mats = [mats]
     mats = [_as_matrix(A, f"mats[{i}]") for i, A in enumerate(mats)]
@@ -145,7 +177,24 @@ def matrix_images(mats, titles=None, *, block: int | None = None, shared_scale: 
 
 def matrix_pair(A, B, titles=("A", "B"), *, shared_scale: bool = False, **kwargs):
     """Two matrices side by side (e.g. a neural feature matrix and an AGOP), each on its own colour scale by default,
-    since such pairs are compared up to scale (by a correlation). Keyword arguments as :func:`matrix_images`."""
+    since such pairs are compared up to scale (by a correlation).
+
+    Parameters
+    ----------
+    A, B : matrix
+        Tensors or arrays of shape (rows, cols).
+    titles : tuple of str, default=("A", "B")
+        The panels' titles.
+    shared_scale : bool, default=False
+        One colour scale for both.
+    **kwargs
+        Further arguments of :func:`matrix_images`.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure.
+    """
     return matrix_images([A, B], titles, shared_scale=shared_scale, **kwargs)
 
 
@@ -165,13 +214,38 @@ def _eigenvalues(A, name: str = "matrices") -> np.ndarray:
 def spectrum(matrices, labels=None, *, k: int = 20, normalize: str | None = "max", log: bool = True,
              kind: str | None = None, color_by=None, color_label: str = "", title: str | None = None,
              ylabel: str | None = None, ax=None):
-    """The top-``k`` eigenvalues (largest first) of one or several symmetric matrices; returns the Figure.
+    """The top-``k`` eigenvalues (largest first) of one or several symmetric matrices.
 
-    ``matrices`` is a matrix, a vector of eigenvalues, or a list of these. ``normalize="max"`` divides each
-    spectrum by its largest eigenvalue (an RFM feature matrix is only defined up to scale); ``None`` plots the raw
-    values. ``kind`` is "bar" (default for one or two spectra) or "line" (default for more). For a single spectrum,
-    ``color_by`` (k values in [0, 1], e.g. how much of each eigenvector lies on the relevant coordinates) colours
-    the bars, with a colour bar labelled ``color_label``. On a log axis, eigenvalues <= 0 are not drawn."""
+    Parameters
+    ----------
+    matrices : matrix, vector, or list of these
+        Symmetric matrices, or vectors of eigenvalues.
+    labels : str or list of str, optional
+        A legend label per spectrum.
+    k : int, default=20
+        How many eigenvalues to draw.
+    normalize : {"max", None}, default="max"
+        ``"max"`` divides each spectrum by its largest eigenvalue (an RFM feature matrix is only defined up to
+        scale); None draws the raw values.
+    log : bool, default=True
+        A log y axis (eigenvalues <= 0 are then not drawn).
+    kind : {"bar", "line"} or None, default=None
+        None: bars for one or two spectra, lines for more.
+    color_by : array-like of shape (k,), optional
+        For a single spectrum, values in [0, 1] that colour the bars (e.g. how much of each eigenvector lies on the
+        relevant coordinates), with a colour bar.
+    color_label : str, default=""
+        The colour bar's label.
+    title, ylabel : str or None, default=None
+        The axes' title and y label.
+    ax : matplotlib.axes.Axes or None, default=None
+        Draw into this axes; None makes a new figure.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure drawn on.
+    """
     if normalize not in (None, "max"):
         raise ValueError(f"normalize must be None or 'max', got {normalize!r}")
     check_number("k", k, low=1, integer=True)
@@ -233,8 +307,32 @@ def spectrum(matrices, labels=None, *, k: int = 20, normalize: str | None = "max
 
 def curves(x, ys: dict, *, xlabel: str = "iteration", ylabel: str, hlines: dict | None = None,
            title: str | None = None, ylim=None, ax=None):
-    """Lines with markers for each ``label -> values`` in ``ys`` against ``x``, plus dashed horizontal reference
-    lines ``label -> value`` (e.g. the plain kernel's score); returns the Figure."""
+    """Lines with markers for each ``label -> values`` of ``ys`` against ``x``, and dashed horizontal reference lines.
+
+    Parameters
+    ----------
+    x : array-like of shape (n,)
+        The x values (the iterations).
+    ys : dict of str to array-like of shape (n,)
+        Each curve by its label (NaN leaves a gap).
+    xlabel : str, default="iteration"
+        The x axis's label.
+    ylabel : str
+        The y axis's label.
+    hlines : dict of str to float, optional
+        Reference lines by label (e.g. the plain kernel's score).
+    title : str or None, default=None
+        The axes' title.
+    ylim : tuple of float, optional
+        The y limits.
+    ax : matplotlib.axes.Axes or None, default=None
+        Draw into this axes; None makes a new figure.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure drawn on.
+    """
     if not isinstance(ys, dict):
         raise TypeError(f"ys must be a dict mapping each label to its values, e.g. {{'train': losses}}, got "
                         f"{type(ys).__name__}")

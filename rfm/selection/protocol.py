@@ -16,22 +16,42 @@ The data sets are in :mod:`rfm.data.tabular`.
 """
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
+from scipy.stats import rankdata
+from sklearn import ensemble, linear_model, neural_network, svm
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.model_selection import KFold, StratifiedKFold, train_test_split
+from tqdm.auto import tqdm
 
+from ..core.ntk import NTKKernel
 from ..data.tabular import TabularSet, row_normalize, standardize
+from ..models.estimators import RFMClassifier, RFMRegressor
 
 TASKS = ("classification", "regression")
 
 
 @dataclass
 class Method:
-    """A method of a benchmark: ``build(**params)`` returns an unfitted estimator; ``grid`` lists the parameter sets
-    the validation split chooses from. A parameter ``row_norm`` (bool) is taken by the protocol: rows are divided by
-    their norm before fitting. ``rfm=True``: the estimator takes ``fit(X, y, X_val, y_val)``, keeps its best
-    iteration on the validation split (``best_iter_``), and is refitted with ``iters=best_iter_``."""
+    """A method of a benchmark: how to build its estimator and the grid its validation split chooses from.
+
+    Parameters
+    ----------
+    name : str
+        The method's name in the tables.
+    build : callable
+        ``build(**params)`` returns an unfitted estimator for one parameter set of ``grid``.
+    grid : list of dict, default=[{}]
+        The parameter sets. A parameter ``row_norm`` (bool) is taken by the protocol: rows are divided by their
+        norm before fitting.
+    rfm : bool, default=False
+        True for an estimator that takes ``fit(X, y, X_val, y_val)``, keeps its best iteration on the validation
+        split (``best_iter_``), and is refitted with ``iters=best_iter_``.
+    """
+
     name: str
     build: Callable
     grid: list = field(default_factory=lambda: [{}])
@@ -40,10 +60,31 @@ class Method:
 
 def rfm_method(task: str, *, name: str = "RFM", regs=(1.0, 0.1, 1e-3), row_norm=(False, True), iters: int = 5,
                bandwidth: float = 10.0, **params) -> Method:
-    """RFM with the Laplace kernel (bandwidth 10 by default) over ``regs`` x ``row_norm``; the validation split picks
-    the iteration in 0..``iters`` too. ``iters=0``: the plain Laplace kernel machine (RFM's iteration 0)."""
-    from ..models.estimators import RFMClassifier, RFMRegressor
+    """RFM with the Laplace kernel over ``regs`` x ``row_norm``; the validation split picks the iteration in
+    0..``iters`` too.
 
+    Parameters
+    ----------
+    task : {"classification", "regression"}
+        :class:`rfm.RFMClassifier` or :class:`rfm.RFMRegressor`.
+    name : str, default="RFM"
+        The method's name.
+    regs : sequence of float, default=(1.0, 0.1, 1e-3)
+        The ridges of the grid.
+    row_norm : sequence of bool, default=(False, True)
+        Whether rows are divided by their norms, in the grid.
+    iters : int, default=5
+        RFM's iterations; 0 is the plain Laplace kernel machine (RFM's iteration 0).
+    bandwidth : float, default=10.0
+        The Laplace kernel's bandwidth.
+    **params
+        Further arguments of the estimator.
+
+    Returns
+    -------
+    Method
+        The method, with ``rfm=True``.
+    """
     _check_task(task)
     cls = RFMClassifier if task == "classification" else RFMRegressor
     grid = _kernel_grid(regs, row_norm)
@@ -57,10 +98,28 @@ def rfm_method(task: str, *, name: str = "RFM", regs=(1.0, 0.1, 1e-3), row_norm=
 def ntk_method(task: str, *, name: str = "NTK", regs=(1.0, 0.1, 1e-3), row_norm=(False, True), depth: int = 1,
                bias: float = 1.0) -> Method:
     """Kernel ridge regression with the ReLU NTK (:class:`rfm.NTKKernel`, inputs scaled by 1/sqrt(d)) over
-    ``regs`` x ``row_norm``."""
-    from ..core.ntk import NTKKernel
-    from ..models.estimators import RFMClassifier, RFMRegressor
+    ``regs`` x ``row_norm``.
 
+    Parameters
+    ----------
+    task : {"classification", "regression"}
+        Classification or regression.
+    name : str, default="NTK"
+        The method's name.
+    regs : sequence of float, default=(1.0, 0.1, 1e-3)
+        The ridges of the grid.
+    row_norm : sequence of bool, default=(False, True)
+        Whether rows are divided by their norms, in the grid.
+    depth : int, default=1
+        The NTK's number of hidden layers.
+    bias : float, default=1.0
+        The NTK's bias term.
+
+    Returns
+    -------
+    Method
+        The method (an RFM estimator at iteration 0 with the NTK as its kernel).
+    """
     _check_task(task)
     cls = RFMClassifier if task == "classification" else RFMRegressor
 
@@ -76,11 +135,26 @@ def ntk_method(task: str, *, name: str = "NTK", regs=(1.0, 0.1, 1e-3), row_norm=
 
 
 def sklearn_methods(task: str, seed: int = 0, *, trees: int = 100, mlp_width: int = 128) -> list[Method]:
-    """scikit-learn baselines, each with a small grid: random forest (``trees`` trees), histogram gradient
-    boosting, logistic regression (ridge for regression), an MLP (one hidden layer of ``mlp_width``, L-BFGS for at
-    most 300 iterations, weight decay 0.01 or 1) and an SVM with the RBF kernel."""
-    from sklearn import ensemble, linear_model, neural_network, svm
+    """scikit-learn baselines, each with a small grid: random forest, histogram gradient boosting, logistic
+    regression (ridge for regression), an MLP (one hidden layer, L-BFGS for at most 300 iterations, weight decay
+    0.01 or 1) and an SVM with the RBF kernel.
 
+    Parameters
+    ----------
+    task : {"classification", "regression"}
+        Classifiers or regressors.
+    seed : int, default=0
+        The seed of the random forest, the boosting and the MLP.
+    trees : int, default=100
+        The random forest's number of trees.
+    mlp_width : int, default=128
+        The MLP's hidden width.
+
+    Returns
+    -------
+    list of Method
+        RF, HistGB, LogReg (Ridge for regression), MLP and SVM.
+    """
     _check_task(task)
     if task == "classification":
         return [
@@ -114,10 +188,24 @@ def _check_task(task):
 
 
 def stratified_folds(y, k: int, seed: int = 0, task: str = "classification") -> list[tuple[np.ndarray, np.ndarray]]:
-    """``k`` seeded folds as (train indices, test indices): stratified by class for classification (each class
-    needs at least ``k`` members), plain shuffled folds for regression. The same ``seed`` gives the same folds."""
-    from sklearn.model_selection import KFold, StratifiedKFold
+    """Seeded folds: stratified by class for classification, plain shuffled folds for regression.
 
+    Parameters
+    ----------
+    y : array-like of shape (n,)
+        The labels or targets.
+    k : int
+        The number of folds (each class needs at least ``k`` members).
+    seed : int, default=0
+        The same seed gives the same folds.
+    task : {"classification", "regression"}, default="classification"
+        Whether to stratify.
+
+    Returns
+    -------
+    list of (ndarray, ndarray)
+        ``k`` pairs of sorted (train indices, test indices).
+    """
     _check_task(task)
     y = np.asarray(y)
     if k < 2 or k > len(y):
@@ -134,8 +222,6 @@ def stratified_folds(y, k: int, seed: int = 0, task: str = "classification") -> 
 
 
 def _inner_split(y, fraction: float, seed: int, task: str):
-    from sklearn.model_selection import train_test_split
-
     idx = np.arange(len(y))
     strat = y if task == "classification" and np.unique(y, return_counts=True)[1].min() >= 2 else None
     return train_test_split(idx, test_size=fraction, random_state=seed, stratify=strat)
@@ -151,10 +237,6 @@ def _score(task, y, pred) -> float:
 def _fit(est, *args, notes=None):
     """``est.fit(*args)``; scikit-learn's ConvergenceWarnings are counted in ``notes`` instead of shown (the
     library is quiet by default; :attr:`Result.not_converged` reports them)."""
-    import warnings
-
-    from sklearn.exceptions import ConvergenceWarning
-
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ConvergenceWarning)
         est.fit(*args)
@@ -190,7 +272,22 @@ def _prepared(method: Method, params: dict, *Xs):
 
 @dataclass
 class Result:
-    """One method on one data set: the test score of each fold and the configuration chosen in each."""
+    """One method on one data set: the test score of each fold and the configuration chosen in each.
+
+    Parameters
+    ----------
+    method : str
+        The method's name.
+    dataset : str
+        The data set's name.
+    scores : list of float
+        The test score of each fold.
+    chosen : list of dict
+        The configuration the validation split chose in each fold.
+    not_converged : list of str, optional
+        The messages of scikit-learn's ConvergenceWarnings.
+    """
+
     method: str
     dataset: str
     scores: list
@@ -199,16 +296,37 @@ class Result:
 
     @property
     def mean(self) -> float:
+        """The mean test score over the folds."""
         return float(np.mean(self.scores))
 
 
 def evaluate(methods, data: TabularSet, *, folds: int = 4, val_fraction: float = 0.25, seed: int = 0,
              max_train: int | None = None) -> dict[str, Result]:
-    """Score every method on ``data`` with the protocol of the module docstring; ``{method name: Result}``.
+    """Score every method on ``data`` with the protocol of the module docstring.
 
     Classification is scored by accuracy, regression by R^2 (targets standardised with the training part's
-    statistics, which leaves R^2 unchanged). ``max_train`` caps the training part of each fold (a seeded subsample,
-    the same for every method) for the largest sets."""
+    statistics, which leaves R^2 unchanged).
+
+    Parameters
+    ----------
+    methods : list of Method
+        The methods, with unique names.
+    data : TabularSet
+        The data set (:mod:`rfm.data.tabular`).
+    folds : int, default=4
+        The number of outer folds.
+    val_fraction : float, default=0.25
+        The share of each training part held out to choose the configuration.
+    seed : int, default=0
+        The seed of the folds, the inner splits and the subsamples.
+    max_train : int or None, default=None
+        Caps the training part of each fold (a seeded subsample, the same for every method) for the largest sets.
+
+    Returns
+    -------
+    dict of str to Result
+        Method name -> its result.
+    """
     _check_task(data.task)
     if not 0 < val_fraction < 1:
         raise ValueError(f"val_fraction must be in (0, 1), got {val_fraction}")
@@ -240,14 +358,44 @@ def evaluate(methods, data: TabularSet, *, folds: int = 4, val_fraction: float =
 
 
 def benchmark(methods, datasets, progress: bool = False, **kwargs) -> dict[str, dict[str, Result]]:
-    """:func:`evaluate` on each data set: ``{data set name: {method name: Result}}``."""
-    from tqdm.auto import tqdm
+    """:func:`evaluate` on each data set.
 
+    Parameters
+    ----------
+    methods : list of Method
+        The methods.
+    datasets : iterable of TabularSet
+        The data sets.
+    progress : bool, default=False
+        Show a progress bar over the data sets.
+    **kwargs
+        Arguments of :func:`evaluate`.
+
+    Returns
+    -------
+    dict of str to dict of str to Result
+        Data set name -> method name -> result.
+    """
     return {data.name: evaluate(methods, data, **kwargs) for data in tqdm(datasets, disable=not progress)}
 
 
 def score_table(results: dict[str, dict[str, Result]]):
-    """(data set names, method names, array (n_sets, n_methods) of mean test scores) of :func:`benchmark`'s output."""
+    """The mean test scores of :func:`benchmark`'s output as a table.
+
+    Parameters
+    ----------
+    results : dict of str to dict of str to Result
+        :func:`benchmark`'s output.
+
+    Returns
+    -------
+    sets : list of str
+        The data sets' names (rows).
+    methods : list of str
+        The methods' names (columns).
+    table : ndarray of shape (n_sets, n_methods)
+        The mean test scores.
+    """
     sets = list(results)
     methods = list(next(iter(results.values()))) if sets else []
     return sets, methods, np.array([[results[s][m].mean for m in methods] for s in sets])
@@ -264,9 +412,21 @@ def summarize(table, methods=None, *, tie_tol: float = 0.0) -> dict[str, dict[st
     * ``ADTM``: the mean over sets of (score - worst) / (best - worst), best and worst taken over the methods of
       the table (1 where all are equal): the "average distance to the minimum" of Grinsztajn et al.'s benchmark,
       with the worst method as the minimum.
-    """
-    from scipy.stats import rankdata
 
+    Parameters
+    ----------
+    table : array-like of shape (n_sets, n_methods)
+        The scores, finite.
+    methods : list of str or None, default=None
+        The columns' names; None names them ``m0``, ``m1``, ...
+    tie_tol : float, default=0.0
+        Scores within this of each other share a rank.
+
+    Returns
+    -------
+    dict of str to dict of str to float
+        Method name -> {"mean", "rank", "P90", "P95", "PMA", "ADTM"}.
+    """
     A = np.asarray(table, dtype=np.float64)
     if A.ndim != 2 or A.size == 0:
         raise ValueError(f"table must be a non-empty (data sets, methods) array, got shape {A.shape}")
@@ -298,7 +458,20 @@ def summarize(table, methods=None, *, tie_tol: float = 0.0) -> dict[str, dict[st
 
 
 def win_tie_loss(a, b, tol: float = 0.0) -> tuple[int, int, int]:
-    """How many sets ``a`` wins (a > b + tol), ties (``abs(a - b) <= tol``) and loses against ``b``."""
+    """How many sets ``a`` wins (a > b + tol), ties (``abs(a - b) <= tol``) and loses against ``b``.
+
+    Parameters
+    ----------
+    a, b : array-like of shape (n_sets,)
+        Two methods' scores, higher is better.
+    tol : float, default=0.0
+        Differences up to this are ties.
+
+    Returns
+    -------
+    tuple of int
+        (wins, ties, losses) of ``a``.
+    """
     a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     if a.shape != b.shape:
         raise ValueError(f"a and b must have the same shape, got {a.shape} and {b.shape}")

@@ -30,6 +30,9 @@ import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
+from scipy.special import ndtr
+from sklearn.gaussian_process import GaussianProcessRegressor
+from sklearn.gaussian_process.kernels import ConstantKernel, Matern, WhiteKernel
 
 from .._checks import check_number
 
@@ -39,9 +42,22 @@ __all__ = ["CARBS", "Param", "chinchilla_loss", "chinchilla_optimal_exponent", "
 
 @dataclass
 class Param:
-    """One hyper-parameter: its bounds (in its own units), whether it is searched in log10, the search centre
-    (default: the middle of the box in search coordinates) and the scale of one search-radius unit in search
-    coordinates (default 1: one decade for a log parameter)."""
+    """One hyper-parameter of a search, and its search coordinate (log10 of the value, or the value).
+
+    Parameters
+    ----------
+    name : str
+        The hyper-parameter's name (the key of the suggested dicts).
+    low, high : float
+        Its bounds, in its own units (``low > 0`` for a log parameter).
+    log : bool, default=True
+        Whether it is searched in log10.
+    center : float or None, default=None
+        The search centre, in its own units; None: the middle of the box in search coordinates.
+    scale : float, default=1.0
+        The width of one search-radius unit in search coordinates (1: one decade for a log parameter).
+    """
+
     name: str
     low: float
     high: float
@@ -61,18 +77,54 @@ class Param:
         check_number(f"scale of {self.name}", self.scale, low=0, low_inclusive=False)
 
     def to_search(self, value):
+        """The search coordinate of a value.
+
+        Parameters
+        ----------
+        value : float or array-like
+            Values in the parameter's units.
+
+        Returns
+        -------
+        float or ndarray
+            ``log10(value)`` for a log parameter, else the value.
+        """
         return np.log10(value) if self.log else np.asarray(value, dtype=float)
 
     def from_search(self, u):
+        """The value at a search coordinate (the inverse of :meth:`to_search`).
+
+        Parameters
+        ----------
+        u : float or ndarray
+            Search coordinates.
+
+        Returns
+        -------
+        float or ndarray
+            ``10 ** u`` for a log parameter, else ``u``.
+        """
         return 10.0 ** u if self.log else u
 
     @property
     def bounds(self):
+        """The bounds in search coordinates, ``(low, high)``."""
         return float(self.to_search(self.low)), float(self.to_search(self.high))
 
 
 def search_space_box(params) -> np.ndarray:
-    """The (k, 2) bounds of the search coordinates of ``params``."""
+    """The bounds of the search coordinates of ``params``.
+
+    Parameters
+    ----------
+    params : list of Param
+        The hyper-parameters (unique names).
+
+    Returns
+    -------
+    ndarray of shape (k, 2)
+        Each parameter's (low, high) in search coordinates.
+    """
     return np.array([p.bounds for p in _check_params(params)])
 
 
@@ -100,8 +152,18 @@ def _costs_values(costs, values):
 
 
 def pareto_front(costs, values) -> np.ndarray:
-    """Indices of the non-dominated points (no other point is at most as costly and at most as bad, and better in
-    one), sorted by increasing cost. Of exact duplicates, the first is kept."""
+    """The non-dominated points: no other point is at most as costly and at most as bad, and better in one.
+
+    Parameters
+    ----------
+    costs, values : array-like of shape (n,)
+        Each point's cost and value, both minimised, finite.
+
+    Returns
+    -------
+    ndarray of int
+        The indices of the Pareto points, by increasing cost (of exact duplicates, the first).
+    """
     c, v = _costs_values(costs, values)
     order = np.lexsort((np.arange(len(c)), v, c))  # by cost, then value, then index
     keep, best = [], math.inf
@@ -113,9 +175,23 @@ def pareto_front(costs, values) -> np.ndarray:
 
 
 def hypervolume(costs, values, ref) -> float:
-    """The area dominated by the points and bounded by the reference point ``ref = (cost, value)``: the measure of
-    {(x, y): some point has cost <= x <= ref[0] and value <= y <= ref[1]}. Points beyond ref add nothing. Pass log
-    costs to measure in log cost."""
+    """The area dominated by the points and bounded by a reference point.
+
+    The measure of {(x, y): some point has cost <= x <= ref[0] and value <= y <= ref[1]}; points beyond ``ref`` add
+    nothing. Pass log costs to measure in log cost.
+
+    Parameters
+    ----------
+    costs, values : array-like of shape (n,)
+        Each point's cost and value, both minimised, finite.
+    ref : tuple of float
+        The reference point (cost, value).
+
+    Returns
+    -------
+    float
+        The dominated area (0 when no point is inside ``ref``).
+    """
     c, v = _costs_values(costs, values)
     rc, rv = float(ref[0]), float(ref[1])
     inside = (c < rc) & (v < rv)
@@ -135,8 +211,6 @@ def hypervolume(costs, values, ref) -> float:
 
 
 def _gp(dim: int, seed: int):
-    from sklearn.gaussian_process import GaussianProcessRegressor
-    from sklearn.gaussian_process.kernels import ConstantKernel, Matern, WhiteKernel
     kernel = (ConstantKernel(1.0, (1e-3, 1e3)) * Matern(length_scale=np.ones(dim), length_scale_bounds=(1e-2, 1e2),
                                                        nu=2.5) + WhiteKernel(1e-3, (1e-8, 1e0)))
     return GaussianProcessRegressor(kernel=kernel, normalize_y=True, random_state=seed)
@@ -147,19 +221,36 @@ def _norm_pdf(z):
 
 
 def _norm_cdf(z):
-    from scipy.special import ndtr
     return ndtr(z)
 
 
 @dataclass
 class CARBS:
-    """A compact CARBS (see the module's description). ``suggest()`` returns a dict of hyper-parameter values,
-    ``observe(values_dict, value, cost)`` records a result; :func:`run_search` loops the two.
+    """A compact CARBS (see the module's description).
 
-    ``radius`` is the standard deviation of the candidates around Pareto points in scale units (0.3 in Imbue's
-    defaults, from its README); ``n_candidates`` candidates per step; ``n_initial`` first suggestions around the
-    centre; the Gaussian processes' kernel hyper-parameters are re-fitted (by maximum likelihood) every
-    ``refit_every`` observations and kept in between; ``seed`` makes the search repeatable."""
+    :meth:`suggest` returns a dict of hyper-parameter values, :meth:`observe` records a result; :func:`run_search`
+    loops the two.
+
+    Parameters
+    ----------
+    params : list of Param
+        The hyper-parameters searched.
+    radius : float, default=0.3
+        The standard deviation of the candidates around Pareto points, in scale units (Imbue's default, from its
+        README).
+    n_candidates : int, default=500
+        Candidates drawn per step.
+    n_initial : int, default=4
+        First suggestions, drawn around the centre.
+    refit_every : int, default=5
+        The Gaussian processes' kernel hyper-parameters are re-fitted (by maximum likelihood) every this many
+        observations and kept in between.
+    seed : int, default=0
+        Makes the search repeatable.
+    X, values, costs : list, optional
+        The observations so far (search coordinates, values, costs), filled by :meth:`observe`.
+    """
+
     params: list
     radius: float = 0.3
     n_candidates: int = 500
@@ -193,6 +284,13 @@ class CARBS:
         return (U - self.box[:, 0]) / (self.box[:, 1] - self.box[:, 0])
 
     def suggest(self) -> dict:
+        """The next point to evaluate.
+
+        Returns
+        -------
+        dict of str to float
+            A value for each hyper-parameter.
+        """
         k = len(self.params)
         if len(self.X) < self.n_initial:
             u = self._clip(self.center + self.radius * self.scale * self.rng.standard_normal(k))
@@ -228,6 +326,17 @@ class CARBS:
         return self._to_dict(U[int(np.argmax(ei))])
 
     def observe(self, suggestion: dict, value: float, cost: float):
+        """Record the result of evaluating a point.
+
+        Parameters
+        ----------
+        suggestion : dict of str to float
+            The point (as :meth:`suggest` returned it, or any point in the box).
+        value : float
+            Its value (minimised).
+        cost : float
+            Its cost, > 0.
+        """
         check_number("value", value)
         check_number("cost", cost, low=0, low_inclusive=False)
         u = np.array([float(p.to_search(suggestion[p.name])) for p in self.params])
@@ -237,7 +346,22 @@ class CARBS:
 
 
 def random_search(params, n: int, seed: int = 0) -> list[dict]:
-    """``n`` points drawn uniformly in the search coordinates of ``params`` (log-uniform for log parameters)."""
+    """Points drawn uniformly in the search coordinates (log-uniform for log parameters): the control of CARBS.
+
+    Parameters
+    ----------
+    params : list of Param
+        The hyper-parameters.
+    n : int
+        The number of points.
+    seed : int, default=0
+        The seed of the draw.
+
+    Returns
+    -------
+    list of dict of str to float
+        ``n`` points.
+    """
     params = _check_params(params)
     check_number("n", n, low=1, integer=True)
     box = search_space_box(params)
@@ -246,9 +370,28 @@ def random_search(params, n: int, seed: int = 0) -> list[dict]:
 
 
 def run_search(objective, params, n_evals: int, *, method: str = "carbs", seed: int = 0, **carbs_kwargs) -> dict:
-    """Run ``n_evals`` evaluations of ``objective(dict) -> (value, cost)`` with CARBS or random search.
+    """Run evaluations of an objective with CARBS or random search.
 
-    Returns {"points" (the dicts), "values", "costs"} in the order evaluated."""
+    Parameters
+    ----------
+    objective : callable
+        ``objective(point) -> (value, cost)`` for a dict of hyper-parameter values.
+    params : list of Param
+        The hyper-parameters.
+    n_evals : int
+        The number of evaluations.
+    method : {"carbs", "random"}, default="carbs"
+        :class:`CARBS` or :func:`random_search`.
+    seed : int, default=0
+        The search's seed.
+    **carbs_kwargs
+        Further arguments of :class:`CARBS`.
+
+    Returns
+    -------
+    dict
+        ``points`` (the dicts), ``values`` and ``costs`` (arrays), in the order evaluated.
+    """
     check_number("n_evals", n_evals, low=1, integer=True)
     if method not in ("carbs", "random"):
         raise ValueError(f"method must be 'carbs' or 'random', got {method!r}")
@@ -276,11 +419,37 @@ CHINCHILLA = dict(E=1.69, A=406.4, B=410.7, alpha=0.34, beta=0.28)
 
 
 def chinchilla_loss(N, D, *, E=1.69, A=406.4, B=410.7, alpha=0.34, beta=0.28):
-    """``L(N, D) = E + A / N^alpha + B / D^beta`` (parameters N, training tokens D)."""
+    """The Chinchilla form of a language model's loss, ``L(N, D) = E + A / N^alpha + B / D^beta``.
+
+    Parameters
+    ----------
+    N, D : float or array-like
+        Parameters and training tokens (broadcast together).
+    E, A, B, alpha, beta : float
+        The fit's constants (:data:`CHINCHILLA`).
+
+    Returns
+    -------
+    float or ndarray
+        The loss.
+    """
     N, D = np.asarray(N, dtype=float), np.asarray(D, dtype=float)
     return E + A / N ** alpha + B / D ** beta
 
 
 def chinchilla_optimal_exponent(alpha=0.34, beta=0.28) -> float:
-    """``beta / (alpha + beta)``: at compute C = 6 N D, the loss-minimising N grows like ``C^(beta / (alpha + beta))``."""
+    """The exponent of the loss-minimising model size in compute, ``beta / (alpha + beta)``.
+
+    At compute C = 6 N D, the loss-minimising N of :func:`chinchilla_loss` grows like ``C^(beta / (alpha + beta))``.
+
+    Parameters
+    ----------
+    alpha, beta : float, default=0.34, 0.28
+        The exponents of N and D.
+
+    Returns
+    -------
+    float
+        ``beta / (alpha + beta)``.
+    """
     return beta / (alpha + beta)
