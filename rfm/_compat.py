@@ -32,7 +32,7 @@ def moved_module(old: str):
     Parameters
     ----------
     old : str
-        A key of :data:`MOVED_MODULES`, e.g. ``"rfm.conv"``.
+        A key of ``MOVED_MODULES``, e.g. ``"rfm.conv"``.
 
     Returns
     -------

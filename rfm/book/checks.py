@@ -99,7 +99,7 @@ class Check:
         Parameters
         ----------
         value : float, int, bool or None, default=None
-            The value to test; None tests this run's :attr:`value`.
+            The value to test; None tests this run's ``value``.
 
         Returns
         -------

@@ -20,14 +20,22 @@ from types import SimpleNamespace
 
 import torch
 
+#: The profiles of every chapter: the book's settings, and the paper's scale.
 PROFILES = ("smoke", "full")
-ROOT = Path(__file__).resolve().parents[2]  # the repository root for an editable install or a clone
+#: The repository's root, for an editable install or a clone (chapters find files from it).
+#:
+#: :meta hide-value:
+ROOT = Path(__file__).resolve().parents[2]
+#: The committed results: ``<chapter>/full.json`` and ``calibration/<chapter>.json``.
+#:
+#: :meta hide-value:
 RESULTS = ROOT / "results"
-REPOSITORY_RAW = "https://raw.githubusercontent.com/rfm-book/rfm-book/main"  # keep in sync with _config.yml
+#: Where an installed package reads the committed results from (keep in sync with ``_config.yml``).
+REPOSITORY_RAW = "https://raw.githubusercontent.com/rfm-book/rfm-book/main"
 
 
 def check_profile(profile: str) -> str:
-    """Return ``profile`` if it is one of :data:`PROFILES`.
+    """Return ``profile`` if it is one of ``PROFILES``.
 
     Parameters
     ----------

@@ -15,7 +15,9 @@ from collections.abc import Callable, Mapping
 from .checks import calibration_facts
 from .records import check_name, json_key, load_calibration, load_results
 
+#: What :func:`glue_full_run` glues under every name when no full-profile run is committed.
 NO_FULL_RUN = "(no committed full run)"
+#: What :func:`glue_calibration` glues for a check without a committed calibration.
 NOT_CALIBRATED = "(not calibrated)"
 
 

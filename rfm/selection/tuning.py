@@ -426,7 +426,7 @@ def chinchilla_loss(N, D, *, E=1.69, A=406.4, B=410.7, alpha=0.34, beta=0.28):
     N, D : float or array-like
         Parameters and training tokens (broadcast together).
     E, A, B, alpha, beta : float
-        The fit's constants (:data:`CHINCHILLA`).
+        The fit's constants (``CHINCHILLA``).
 
     Returns
     -------

@@ -17,14 +17,6 @@ ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = ROOT / "tests" / "fixtures" / "tiny_chapter.py"
 
 
-@pytest.fixture
-def results(tmp_path, monkeypatch):
-    """An empty committed-results folder that rfm.book reads instead of the repository's."""
-    monkeypatch.setenv("RFM_BOOK_RESULTS", str(tmp_path))
-    monkeypatch.delenv("RFM_BOOK_CHECKS", raising=False)
-    return tmp_path
-
-
 P = SimpleNamespace(profile="smoke", n=100, d=5)
 
 

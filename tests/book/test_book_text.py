@@ -28,14 +28,6 @@ def glued(monkeypatch):
     return out
 
 
-@pytest.fixture
-def results(tmp_path, monkeypatch):
-    """An empty committed-results folder that rfm.book reads instead of the repository's."""
-    monkeypatch.setenv("RFM_BOOK_RESULTS", str(tmp_path))
-    (tmp_path / "calibration").mkdir()
-    return tmp_path
-
-
 def calibration(checks, seeds=(0, 1, 2)):
     return dict(chapter="demo", profile="smoke", seeds=list(seeds), checks=checks)
 
@@ -76,6 +68,7 @@ def test_a_bool_rule_names_the_first_failing_seed():
 
 
 def test_glue_calibration_glues_rule_worst_seed_and_margin_for_the_text(results, glued):
+    (results / "calibration").mkdir()
     (results / "calibration" / "demo.json").write_text(json.dumps(calibration({"gain": GAIN, "flag": FLAG})))
     shown = rfm.book.glue_calibration("demo")
     assert shown["cal_gain_worst"] == "0.62" and shown["cal_gain_worst_seed"] == "1"
