@@ -1,7 +1,5 @@
 """Offline image loaders and the torchvision code paths (on small fake data sets in torchvision's formats)."""
-import functools
 import sys
-import types
 
 import numpy as np
 import pytest
@@ -84,63 +82,12 @@ def test_online_loaders_say_how_to_get_torchvision(monkeypatch):
         data.load_svhn("/nonexistent")
 
 
-class _FakeSVHN:
-    """torchvision.datasets.SVHN's format: .data (N, 3, 32, 32) uint8 and .labels (N,) int64."""
-
-    def __init__(self, root, split="train", download=False):
-        n = 30 if split == "train" else 20
-        rng = np.random.default_rng(0 if split == "train" else 1)
-        self.data = rng.integers(0, 256, size=(n, 3, 32, 32), dtype=np.uint8)
-        self.labels = np.arange(n) % 10
-
-
-class _FakeCIFAR10:
-    """torchvision.datasets.CIFAR10's format: .data (N, 32, 32, 3) uint8 and .targets, a list of ints."""
-
-    def __init__(self, root, train=True, download=False, transform=None):
-        n = 30 if train else 20
-        rng = np.random.default_rng(2 if train else 3)
-        self.data = rng.integers(0, 256, size=(n, 32, 32, 3), dtype=np.uint8)
-        self.targets = [i % 10 for i in range(n)]
-
-
-class _FakeCelebA:
-    """torchvision.datasets.CelebA's format: .attr (N, 40) of 0/1, items (transform(image), attr)."""
-
-    def __init__(self, root, split="train", target_type="attr", transform=None, download=False):
-        n = 40 if split == "train" else 24
-        g = torch.Generator().manual_seed(4 if split == "train" else 5)
-        self.attr = (torch.rand(n, 40, generator=g) < 0.25).long()
-        self.attr[:, 15] = (torch.arange(n) % 4 == 0).long()  # a minority attribute: 1 in 4
-        self.images = torch.rand(n, 3, 12, 12, generator=g)
-        self.transform = transform
-
-    def __getitem__(self, i):
-        return self.transform(self.images[i]), self.attr[i]
-
-
-@pytest.fixture
-def fake_torchvision(monkeypatch):
-    tv = types.ModuleType("torchvision")
-    tv.datasets = types.ModuleType("torchvision.datasets")
-    tv.datasets.SVHN, tv.datasets.CIFAR10, tv.datasets.CelebA = _FakeSVHN, _FakeCIFAR10, _FakeCelebA
-    tv.transforms = types.ModuleType("torchvision.transforms")
-    tv.transforms.Compose = lambda fs: (lambda x: functools.reduce(lambda acc, f: f(acc), fs, x))
-    tv.transforms.Resize = lambda size: (lambda x: torch.nn.functional.interpolate(x[None], size=(size, size))[0])
-    tv.transforms.CenterCrop = lambda size: (lambda x: x)
-    tv.transforms.ToTensor = lambda: (lambda x: x)
-    for name, mod in (("torchvision", tv), ("torchvision.datasets", tv.datasets),
-                      ("torchvision.transforms", tv.transforms)):
-        monkeypatch.setitem(sys.modules, name, mod)
-    return tv
-
-
 def test_svhn_loader_flattens_channel_first_and_subsamples(fake_torchvision, tmp_path):
     s = data.load_svhn(tmp_path, n_train=12, classes=(1, 2, 3))
     assert s.X_train.shape == (9, 3 * 32 * 32)  # only 9 training images have labels 1, 2, 3
     assert s.X_test.shape == (6, 3 * 32 * 32)
     assert set(s.y_train.tolist()) == {0, 1, 2}
-    raw = _FakeSVHN(tmp_path, "test")
+    raw = fake_torchvision.datasets.SVHN(tmp_path, "test")
     rows = {tuple(r) for r in (raw.data.reshape(20, -1) / 255.0).astype(np.float32).round(6).tolist()}
     assert all(tuple(r) in rows for r in s.X_test.numpy().round(6).tolist())
     s2 = data.load_svhn(tmp_path, n_train=5)
@@ -150,7 +97,7 @@ def test_svhn_loader_flattens_channel_first_and_subsamples(fake_torchvision, tmp
 def test_cifar10_loader_matches_svhn_layout(fake_torchvision, tmp_path):
     s = data.load_cifar10(tmp_path)
     assert s.X_train.shape == (30, 3072) and s.X_test.shape == (20, 3072)
-    raw = _FakeCIFAR10(tmp_path, train=False)
+    raw = fake_torchvision.datasets.CIFAR10(tmp_path, train=False)
     first = torch.as_tensor(raw.data[0].transpose(2, 0, 1).reshape(-1) / 255.0, dtype=torch.float32)
     assert any(torch.allclose(first, row) for row in s.X_test)
 

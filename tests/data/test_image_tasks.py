@@ -1,8 +1,6 @@
 """Image constructions of the deep-learning-phenomena chapter, on small images with known answers."""
 import sys
-import types
 
-import numpy as np
 import pytest
 import torch
 
@@ -207,34 +205,6 @@ def test_paper_loaders_say_how_to_get_torchvision(monkeypatch):
         it.load_mnist_full("/nonexistent")
 
 
-class _FakeSTL10:
-    """torchvision.datasets.STL10's format: .data (N, 3, 96, 96) uint8, .labels (N,) int."""
-
-    def __init__(self, root, split="train", download=False):
-        n = 20 if split == "train" else 10
-        self.data = np.random.default_rng(0).integers(0, 256, size=(n, 3, 96, 96), dtype=np.uint8)
-        self.labels = np.arange(n) % 10
-
-
-class _FakeMNIST:
-    """torchvision.datasets.MNIST's format: .data (N, 28, 28) uint8 tensor, .targets (N,) int64 tensor."""
-
-    def __init__(self, root, train=True, download=False):
-        n = 12 if train else 6
-        self.data = torch.randint(0, 256, (n, 28, 28), dtype=torch.uint8, generator=torch.Generator().manual_seed(1))
-        self.targets = torch.arange(n) % 10
-
-
-@pytest.fixture
-def fake_torchvision(monkeypatch):
-    tv = types.ModuleType("torchvision")
-    tv.datasets = types.ModuleType("torchvision.datasets")
-    tv.datasets.STL10, tv.datasets.MNIST = _FakeSTL10, _FakeMNIST
-    monkeypatch.setitem(sys.modules, "torchvision", tv)
-    monkeypatch.setitem(sys.modules, "torchvision.datasets", tv.datasets)
-    return tv
-
-
 def test_stl10_loader_selects_airplanes_and_trucks(fake_torchvision, tmp_path):
     s = it.load_stl10(tmp_path, classes=(0, 9))
     assert s.X_train.shape == (4, 3 * 96 * 96) and s.X_test.shape == (2, 3 * 96 * 96)
@@ -248,4 +218,5 @@ def test_full_mnist_loader_resizes_and_repeats_channels(fake_torchvision, tmp_pa
     img = s.X_train[0].reshape(3, 32, 32)
     assert torch.equal(img[0], img[2])
     plain = it.load_mnist_full(tmp_path)
-    torch.testing.assert_close(plain.X_test[0], _FakeMNIST(tmp_path, train=False).data[0].reshape(-1).float() / 255)
+    first = fake_torchvision.datasets.MNIST(tmp_path, train=False).data[0]
+    torch.testing.assert_close(plain.X_test[0], first.reshape(-1).float() / 255)
