@@ -40,7 +40,7 @@ from .text import NO_FULL_RUN, NOT_CALIBRATED, glue, glue_calibration, glue_full
 
 
 class Settings(SimpleNamespace):
-    """A chapter's settings (a namespace); :attr:`defaults` keeps the profile's values before any override.
+    """A chapter's settings (a namespace); :attr:`Settings.defaults` keeps the profile's values before any override.
 
     Parameters
     ----------

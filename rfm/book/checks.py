@@ -115,7 +115,7 @@ class Check:
 
     @property
     def rule(self) -> str:
-        """The rule as text: ``">= 0.3"``, ``"<= 1e-06"``, ``"in [0, 1]"`` or ``"is True"``."""
+        """The rule as text, for example ``">= 0.3"``, ``"<= 1e-06"``, ``"in [0, 1]"`` or ``"is True"``."""
         if self.at_least is not None and self.at_most is not None:
             return f"in [{self.at_least:.4g}, {self.at_most:.4g}]"
         if self.at_least is not None:
@@ -538,7 +538,8 @@ def calibration_facts(calibration: dict) -> dict[str, dict]:
     Parameters
     ----------
     calibration : dict
-        A committed calibration (:func:`rfm.book.load_calibration`, made by :func:`calibration_from_records`).
+        A committed calibration (:func:`rfm.book.load_calibration`, made by
+        :func:`rfm.book.checks.calibration_from_records`).
 
     Returns
     -------

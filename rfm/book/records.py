@@ -20,13 +20,13 @@ from types import SimpleNamespace
 
 import torch
 
-#: The profiles of every chapter: the book's settings, and the paper's scale.
+#: The profiles of every chapter, the book's settings and the paper's scale.
 PROFILES = ("smoke", "full")
 #: The repository's root, for an editable install or a clone (chapters find files from it).
 #:
 #: :meta hide-value:
 ROOT = Path(__file__).resolve().parents[2]
-#: The committed results: ``<chapter>/full.json`` and ``calibration/<chapter>.json``.
+#: The folder of the committed results, ``<chapter>/full.json`` and ``calibration/<chapter>.json``.
 #:
 #: :meta hide-value:
 RESULTS = ROOT / "results"
@@ -215,7 +215,7 @@ def summary(chapter: str, params, measured: dict, *, device=None, output_dir=Non
     params : Settings or dict
         The chapter's settings (:func:`rfm.book.settings`).
     measured : dict
-        The measured values; keys and values are made JSON-safe by :func:`jsonable` (non-finite numbers are
+        The measured values; keys and values are made JSON-safe by :func:`rfm.book.records.jsonable` (non-finite numbers are
         written as ``null``).
     device : str, torch.device or None, default=None
         The device the chapter ran on.
