@@ -56,7 +56,8 @@ def chapter_stats(path: Path) -> dict:
     plumbing = sum(n.end_lineno - n.lineno + 1 for n in defs)
     return {"lines": len(lines), "code_lines": sum(map(len, code)), "definitions": len(defs),
             "longest_cell": max(map(len, code), default=0),
-            "code_share": round(sum(map(len, code)) / max(len(lines), 1), 3), "plumbing_share": round(plumbing / max(len(lines), 1), 3)}
+            "code_share": round(sum(map(len, code)) / max(len(lines), 1), 3),
+            "plumbing_share": round(plumbing / max(len(lines), 1), 3)}
 
 
 def main() -> None:
@@ -75,10 +76,10 @@ def main() -> None:
     print(f"package: {p['lines']} lines, {p['top_level_modules']} top-level modules, "
           f"{p['deferred_imports']} deferred imports, {p['private_imports']} private-name imports")
     print(f"{'chapter':40s} {'lines':>6s} {'code':>6s} {'defs':>5s} {'longest cell':>13s} {'plumbing':>9s}")
-    for name, c in out["chapters"].items():
-        print(f"{name:40s} {c['lines']:6d} {c['code_share']:6.0%} {c['definitions']:5d} {c['longest_cell']:13d} {c['plumbing_share']:9.1%}")
-    t = out["chapters_total"]
-    print(f"{'all chapters':40s} {t['lines']:6d} {t['code_share']:6.0%} {t['definitions']:5d} {t['longest_cell']:13d} {t['plumbing_share']:9.1%}")
+    rows = [*out["chapters"].items(), ("all chapters", out["chapters_total"])]
+    for name, c in rows:
+        print(f"{name:40s} {c['lines']:6d} {c['code_share']:6.0%} {c['definitions']:5d} {c['longest_cell']:13d} "
+              f"{c['plumbing_share']:9.1%}")
 
 
 if __name__ == "__main__":

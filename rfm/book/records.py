@@ -215,8 +215,8 @@ def summary(chapter: str, params, measured: dict, *, device=None, output_dir=Non
     params : Settings or dict
         The chapter's settings (:func:`rfm.book.settings`).
     measured : dict
-        The measured values; keys and values are made JSON-safe by :func:`rfm.book.records.jsonable` (non-finite numbers are
-        written as ``null``).
+        The measured values; keys and values are made JSON-safe by :func:`rfm.book.records.jsonable`
+        (non-finite numbers are written as ``null``).
     device : str, torch.device or None, default=None
         The device the chapter ran on.
     output_dir : str, Path or None, default=None
