@@ -146,6 +146,11 @@ def glue_calibration(chapter: str, checks=None, *, prefix: str = "cal_", fmt: st
     -------
     dict of str to str
         Each glued name and its text.
+
+    Raises
+    ------
+    ValueError
+        If two checks give one glue name (a check ``gain_min`` beside a check ``gain``).
     """
     check_name("chapter", chapter)
     calib = load_calibration(chapter)
@@ -164,6 +169,9 @@ def glue_calibration(chapter: str, checks=None, *, prefix: str = "cal_", fmt: st
             texts[""] = f"rule {f['rule']}; worst seed {f['worst_seed']}: {texts['worst']}{margin}"
         for fact, text in texts.items():
             key = f"{prefix}{name}_{fact}" if fact else f"{prefix}{name}"
+            if key in glued:  # a check named like another's fact ("gain_min" beside "gain")
+                raise ValueError(f"the glue name {key!r} of check {name!r} is taken by another check's; pass that "
+                                 f"check alone with another prefix")
             glued[key] = glue(key, text)
     return glued
 

@@ -85,6 +85,14 @@ def test_glue_calibration_of_a_check_without_calibration_still_glues_every_name(
     assert set(shown.values()) == {rfm.book.NOT_CALIBRATED}
 
 
+def test_a_check_named_like_another_checks_fact_is_an_error_not_an_overwritten_number(results, glued):
+    (results / "calibration").mkdir()
+    (results / "calibration" / "demo.json").write_text(json.dumps(calibration({"gain": GAIN, "gain_min": GAIN})))
+    with pytest.raises(ValueError, match="'cal_gain_min'"):
+        rfm.book.glue_calibration("demo")
+    assert rfm.book.glue_calibration("demo", ["gain_min"])["cal_gain_min"].startswith("rule >= 0.5")
+
+
 def test_glue_full_run_glues_measured_values_by_key(results, glued):
     (results / "demo").mkdir()
     full = dict(device="gpu", date="2026-11-23T00:00:00", commit="abc", seconds=120,
