@@ -14,6 +14,10 @@ class DegenerateAGOPError(ValueError):
     """The AGOP is zero, so no feature matrix can be formed from it (a constant predictor, a single point, ...)."""
 
 
+#: The asymmetry |A - A^T| that :func:`check_square` tolerates as round-off, relative to max|A| (as
+#: FeatureMatrix.full).
+SYM_RTOL = 1e-4
+
 _FLOAT_DTYPES = {"float32": torch.float32, "float64": torch.float64, "float": torch.float32, "double": torch.float64}
 
 
@@ -46,9 +50,68 @@ def check_number(name: str, value, *, low=None, low_inclusive=True, high=None, h
 
 
 def check_choice(name: str, value, choices):
+    """Check that ``value`` is one of ``choices``; return it unchanged.
+
+    Parameters
+    ----------
+    name : str
+        The argument's name, for the error message.
+    value : object
+        The value to check.
+    choices : collection
+        The allowed values.
+
+    Returns
+    -------
+    object
+        ``value``.
+    """
     if value not in choices:
         raise ValueError(f"{name} must be one of {sorted(map(str, choices))}, got {value!r}")
     return value
+
+
+def check_choice_str(name: str, value, choices) -> str:
+    """Check that ``value`` is a string and one of ``choices``; return it unchanged.
+
+    Parameters
+    ----------
+    name : str
+        The argument's name, for the error message.
+    value : object
+        The value to check.
+    choices : collection of str
+        The allowed strings.
+
+    Returns
+    -------
+    str
+        ``value``.
+    """
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a string, one of {sorted(choices)}, got {value!r} of type "
+                        f"{type(value).__name__}")
+    return check_choice(name, value, choices)
+
+
+def check_bool(name: str, value) -> bool:
+    """Check that ``value`` is ``True`` or ``False`` (a NumPy bool too); return it as a Python bool.
+
+    Parameters
+    ----------
+    name : str
+        The argument's name, for the error message.
+    value : object
+        The value to check.
+
+    Returns
+    -------
+    bool
+        ``value`` as a Python bool.
+    """
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {value!r} of type {type(value).__name__}")
+    return bool(value)
 
 
 def _to_tensor(x, name: str) -> torch.Tensor:
@@ -124,3 +187,41 @@ def check_same_features(X: torch.Tensor, d: int, name: str = "X", owner: str = "
     """Raise if ``X`` does not have ``d`` columns (scikit-learn's wording)."""
     if X.shape[1] != d:
         raise ValueError(f"{name} has {X.shape[1]} features, but {owner} is expecting {d} features as input.")
+
+
+def check_square(A, name: str = "A", *, symmetric: bool = False) -> torch.Tensor:
+    """``A`` as a finite square floating tensor (integers become float64), on its device and with its graph.
+
+    Parameters
+    ----------
+    A : array-like or torch.Tensor
+        The matrix, shape (d, d) with d >= 1.
+    name : str
+        Its name, for the error messages.
+    symmetric : bool
+        If True, an asymmetry beyond round-off (:data:`SYM_RTOL` of max|A|) is an error.
+
+    Returns
+    -------
+    torch.Tensor
+        ``A`` as a floating tensor.
+    """
+    A = _to_tensor(A, name)
+    if A.ndim != 2 or A.shape[0] != A.shape[1]:
+        raise ValueError(f"{name} must be a square matrix (d, d), got shape {tuple(A.shape)}")
+    if A.shape[0] == 0:
+        raise ValueError(f"{name} is empty (shape {tuple(A.shape)}); pass a d x d matrix with d >= 1")
+    if not A.is_floating_point():
+        A = A.to(torch.float64)
+    if not bool(torch.isfinite(A).all()):
+        bad = int((~torch.isfinite(A)).sum())
+        raise ValueError(f"{name} contains {bad} NaN or infinite value(s); it was probably computed from "
+                         "diverged values (check the model or data that produced it)")
+    if symmetric:
+        scale = float(A.detach().abs().max())
+        asym = float((A.detach() - A.detach().T).abs().max())
+        if asym > SYM_RTOL * scale:
+            raise ValueError(f"{name} must be symmetric, but max|{name} - {name}^T| = {asym:.3g} is more than "
+                             f"{SYM_RTOL:g} of max|{name}| = {scale:.3g}; pass a symmetric matrix (use "
+                             f"({name} + {name}.T) / 2 if the asymmetry is round-off)")
+    return A

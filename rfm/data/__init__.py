@@ -6,7 +6,7 @@
   :func:`load_svhn`, :func:`load_cifar10`, :func:`load_celeba`; CIFAR-10-C from a folder the user downloaded,
   :func:`load_cifar10_c`
 * :mod:`rfm.data.modular` -- modular arithmetic: the task, its discrete-log re-indexing, circulant measures of a
-  feature matrix, random circulant features, the grokking progress callback
+  feature matrix, random circulant features
 * :mod:`rfm.data.parity` -- sparse parities on the hypercube, and a support-recovery test of diag(M)
 * :mod:`rfm.data.images` -- planted-signal image constructions (patches, halves, markers, rotations) and masks
 """

@@ -18,11 +18,13 @@
   through a template of chosen Fourier magnitudes
 * :mod:`rfm.nets.parametrisation` -- SP, NTP, muP and spectral parametrisations (initialisation and per-layer
   learning rates), the output scale gamma, spectral norms, stable ranks and relative feature change
+* :mod:`rfm.nets.callbacks` -- progress recorders for training on modular arithmetic (a network's epochs, an
+  RFM's iterations)
 * :mod:`rfm.nets.fact` -- the Features at Convergence Theorem per layer (W^T W against the FACT matrix), and
   L-BFGS polishing of a weight-decayed loss to a critical point
 """
 from .mlp import (ACTIVATIONS, INITS, LOSSES, MLP, OPTIMIZERS, format_nfa_table, layer_agop, nfa_table, nfm,
-                  num_threads, train)
+                  num_threads, quadratic_net, train)
 from . import alignment, optim  # noqa: E402
 from . import baselines  # noqa: E402
 from . import classifier  # noqa: E402
@@ -30,10 +32,11 @@ from . import dynamics  # noqa: E402
 from . import stepwise  # noqa: E402
 from . import parametrisation  # noqa: E402
 from . import fact  # noqa: E402
+from . import callbacks  # noqa: E402
 from .baselines import (column_norm_matched_weights, matched_network, matched_nfa,  # noqa: E402
                         spectrum_matched_weights)
 
-__all__ = ["ACTIVATIONS", "INITS", "LOSSES", "MLP", "OPTIMIZERS", "alignment", "baselines", "classifier", "dynamics", "fact",
+__all__ = ["ACTIVATIONS", "INITS", "LOSSES", "MLP", "OPTIMIZERS", "alignment", "baselines", "callbacks", "classifier", "dynamics", "fact",
            "column_norm_matched_weights", "format_nfa_table", "layer_agop", "matched_network", "matched_nfa",
-           "nfa_table", "nfm", "num_threads", "optim", "parametrisation", "spectrum_matched_weights", "stepwise",
+           "nfa_table", "nfm", "num_threads", "optim", "parametrisation", "quadratic_net", "spectrum_matched_weights", "stepwise",
            "train"]

@@ -42,8 +42,8 @@ import torch
 from torch import nn
 
 from .._checks import check_choice, check_number, resolve_dtype
-from .mlp import MLP, _check_generator, num_threads
-from ..utils import make_generator
+from ..utils import check_generator, make_generator
+from .mlp import MLP, num_threads
 
 __all__ = ["ATTENTIONS", "FEATURES", "LinearTasks", "PromptMLP", "Prompts", "ReLUTeacherTasks", "SGPT", "evaluate",
            "identity_attention", "psi", "psi_linear", "psi_linear_risk", "ridge_predict", "tokens", "train_online",
@@ -142,7 +142,7 @@ class _Tasks:
         self.dtype = resolve_dtype(dtype)
         self.pool = None
         if self.n_tasks is not None:
-            self.pool = self._draw_params(self.n_tasks, _check_generator(generator))
+            self.pool = self._draw_params(self.n_tasks, check_generator(generator))
 
     def _draw_params(self, m, g):  # pragma: no cover - abstract
         raise NotImplementedError
@@ -157,7 +157,7 @@ class _Tasks:
         the tasks' dtype, so a seed gives the same prompts in float32 and float64."""
         check_number("n_prompts", n_prompts, low=1, integer=True)
         check_number("n_context", n_context, low=1, integer=True)
-        g = _check_generator(generator)
+        g = check_generator(generator)
         B, n = int(n_prompts), int(n_context)
         if self.pool is None:
             params = self._draw_params(B, g)
@@ -191,7 +191,7 @@ class _Tasks:
             raise ValueError("n_context is an empty sequence; give at least one context length")
 
         def sample(b, g):
-            g = _check_generator(g)
+            g = check_generator(g)
             n = lengths[int(torch.randint(len(lengths), (1,), generator=g))]
             return self.sample(b, n, g)
         return sample
@@ -440,7 +440,7 @@ class SGPT(nn.Module):
         self.d = int(d)
         D = self.d + 1 if embed_dim is None else int(embed_dim)
         self.embed_dim, self.scale = D, scale
-        g = _check_generator(generator)
+        g = check_generator(generator)
         dt = resolve_dtype(dtype)
         for name, value in (("learned_kqv", learned_kqv), ("layer_norm", layer_norm)):
             if not isinstance(value, bool):

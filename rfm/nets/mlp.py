@@ -27,11 +27,13 @@ import torch
 from torch import nn
 from tqdm import tqdm
 
-from .._checks import check_choice, check_matrix, check_number, check_targets, resolve_dtype
+from .._checks import (check_bool, check_choice, check_choice_str, check_matrix, check_number, check_targets,
+                       resolve_dtype)
 from ..core.agop import agop
 from ..core.feature_matrix import feature_update
+from ..data.modular import ModularData, check_prime
 from ..metrics import matrix_correlation
-from ..utils import get_device, make_generator
+from ..utils import check_generator, get_device
 
 #: The activations of :class:`MLP` by name (``activation=``).
 ACTIVATIONS = {
@@ -47,23 +49,22 @@ INITS = ("normal", "uniform")
 
 
 # ----------------------------------------------------------------------------------------------------------------
-# Argument checks (private: the shared ones are in rfm._checks)
+# Argument checks (the ones every module needs are in rfm._checks; these are about networks)
 
 
-def _check_bool(name, value):
-    if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name} must be True or False, got {value!r} of type {type(value).__name__}")
-    return bool(value)
+def check_widths(widths) -> list[int]:
+    """The hidden-layer widths of an MLP as a list of positive ints.
 
+    Parameters
+    ----------
+    widths : sequence of int
+        One width per hidden layer; ``[]`` for a linear model.
 
-def _check_choice_str(name, value, choices):
-    if not isinstance(value, str):
-        raise TypeError(f"{name} must be a string, one of {sorted(choices)}, got {value!r} of type "
-                        f"{type(value).__name__}")
-    return check_choice(name, value, choices)
-
-
-def _check_widths(widths) -> list[int]:
+    Returns
+    -------
+    list of int
+        The widths.
+    """
     if isinstance(widths, numbers.Integral) and not isinstance(widths, bool):
         raise TypeError(f"widths must be a list or tuple of hidden-layer widths, got the int {widths!r}; for one "
                         f"hidden layer of width {widths} write [{widths}] (and [] for a linear model)")
@@ -98,20 +99,6 @@ def _check_init_scale(init_scale, n_layers: int) -> list[float]:
     for l, s in enumerate(scales):
         check_number(f"init_scale[{l}]", s, low=0)
     return [float(s) for s in scales]
-
-
-def _check_generator(generator) -> torch.Generator:
-    if isinstance(generator, torch.Generator):
-        if generator.device.type != "cpu":
-            raise ValueError(f"generator must be a CPU torch.Generator (random draws are made on the CPU and "
-                             f"moved), got one on {generator.device}; use torch.Generator().manual_seed(seed)")
-        return generator
-    if isinstance(generator, bool) or not isinstance(generator, numbers.Integral):
-        raise TypeError(f"generator must be an integer seed or a torch.Generator, got {generator!r} of type "
-                        f"{type(generator).__name__}")
-    if generator < 0:
-        raise ValueError(f"generator (a seed) must be >= 0, got {generator!r}")
-    return make_generator(int(generator))
 
 
 NORMALIZE = ("max", "trace", "fro")
@@ -152,15 +139,43 @@ def _check_str_list(name, values):
     return values
 
 
-def _check_mlp(model, name="model") -> "MLP":
+def check_mlp(model, name="model") -> "MLP":
+    """Raise unless ``model`` is an :class:`MLP`.
+
+    Parameters
+    ----------
+    model : object
+        The model to check.
+    name : str
+        Its name, for the error message.
+
+    Returns
+    -------
+    MLP
+        ``model``.
+    """
     if not isinstance(model, MLP):
         raise TypeError(f"{name} must be an rfm.nets.MLP (its layers and initial weights are read), got "
                         f"{type(model).__name__}; build the network with rfm.nets.MLP(d_in, [width], d_out)")
     return model
 
 
-def _check_input_features(X: torch.Tensor, model, name="X"):
-    """For an MLP, X must have as many columns as its first layer has inputs."""
+def check_input_features(X: torch.Tensor, model, name="X"):
+    """For an MLP, raise unless X has as many columns as its first layer has inputs (other models pass).
+
+    Parameters
+    ----------
+    X : torch.Tensor
+        The inputs, shape (n, d).
+    model : torch.nn.Module
+        The network.
+    name : str
+        The inputs' name, for the error message.
+
+    Returns
+    -------
+    None
+    """
     if isinstance(model, MLP):
         d = model.layers[0].in_features
         if X.shape[1] != d:
@@ -188,18 +203,18 @@ class MLP(nn.Module):
                  init: str = "normal", init_scale=1.0, generator=0, dtype="float32", device=None):
         super().__init__()
         check_number("d_in", d_in, low=1, integer=True)
-        widths = _check_widths(widths)
+        widths = check_widths(widths)
         check_number("d_out", d_out, low=1, integer=True)
-        _check_choice_str("activation", activation, ACTIVATIONS)
-        _check_choice_str("init", init, INITS)
-        _check_bool("bias", bias)
+        check_choice_str("activation", activation, ACTIVATIONS)
+        check_choice_str("init", init, INITS)
+        check_bool("bias", bias)
         dims = [int(d_in), *widths, int(d_out)]
         n_layers = len(dims) - 1
         scales = _check_init_scale(init_scale, n_layers)
         self.activation, self.init, self.init_scale = activation, init, scales
         self.act = ACTIVATIONS[activation]
         dtype, device = resolve_dtype(dtype), get_device(device) if device is not None else torch.device("cpu")
-        g = _check_generator(generator)
+        g = check_generator(generator)
         self.layers = nn.ModuleList()
         for l, (a, b) in enumerate(zip(dims[:-1], dims[1:])):
             lin = nn.Linear(a, b, bias=bias, dtype=dtype)
@@ -261,6 +276,45 @@ class MLP(nn.Module):
         return net
 
 
+def quadratic_net(p: int, width: int = 256, *, init_scale: float = 1.0, generator=0, dtype="float64",
+                  device=None):
+    """The network of the paper's ``train_net.py`` for modulus ``p``: f(u) = W2 (W1 u)^2, u in R^{2p}, R^p out,
+    no biases, every entry of a layer with fan-in m drawn from U[-s/sqrt(m), s/sqrt(m)] with s = ``init_scale``
+    (the scaled Kaiming-uniform initialisation of the paper's code). It is
+
+        rfm.nets.MLP(2p, [width], p, activation="quadratic", init="uniform", init_scale=s, bias=False)
+
+    Train it with :func:`rfm.nets.train` (AdamW, ``loss="mse"`` on the one-hot targets, ``batch_size=32``) and a
+    :class:`rfm.nets.callbacks.NetworkProgress` callback. Passing the *same* ``torch.Generator`` as ``generator``
+    here and to ``nets.train`` draws the initial weights and then the mini-batch permutations from one stream, as
+    the paper's code does with its one seed.
+
+    Parameters
+    ----------
+    p : int
+        The prime modulus (inputs R^{2p}, outputs R^p).
+    width : int
+        The number of hidden units.
+    init_scale : float
+        s in U[-s/sqrt(m), s/sqrt(m)].
+    generator : int or torch.Generator
+        Seed or generator of the initial weights.
+    dtype, device
+        As in torch.
+
+    Returns
+    -------
+    MLP
+        The network.
+    """
+    if isinstance(p, ModularData):
+        raise TypeError("quadratic_net takes the modulus p, not the data set: pass data.p")
+    p = check_prime(p)
+    check_number("width", width, low=1, integer=True)
+    return MLP(2 * p, [int(width)], p, activation="quadratic", init="uniform", init_scale=init_scale, bias=False,
+               generator=generator, dtype=dtype, device=device)
+
+
 # ----------------------------------------------------------------------------------------------------------------
 # Training
 
@@ -276,7 +330,27 @@ def _loss_fn(loss):
     return lambda out, y: nn.functional.cross_entropy(out, y)
 
 
-def _prepare_targets(y, n, loss, dtype, device, name="y", x_name="X"):
+def prepare_targets(y, n, loss, dtype, device, name="y", x_name="X"):
+    """Targets as a tensor for ``loss``: finite (n, c) floats for "mse", 1-D integer labels >= 0 for "ce".
+
+    Parameters
+    ----------
+    y : array-like or torch.Tensor
+        The targets, one per row of the inputs.
+    n : int
+        The number of rows of the inputs.
+    loss : {"mse", "ce"}
+        The loss the targets are for.
+    dtype, device
+        The dtype ("mse") and device of the result.
+    name, x_name : str
+        The names of the targets and of the inputs, for the error messages.
+
+    Returns
+    -------
+    torch.Tensor
+        (n, c) floats for "mse", (n,) long labels for "ce".
+    """
     if y is None:
         raise ValueError(f"{name} is None; pass the targets, one per row of {x_name}")
     if loss == "mse":
@@ -351,7 +425,7 @@ def train(model: nn.Module, X, y, *, loss: str = "mse", optimizer="sgd", lr: flo
     if not params:
         raise ValueError("model has no trainable parameters (none, or all with requires_grad=False): there is "
                          "nothing to train")
-    _check_choice_str("loss", loss, LOSSES)
+    check_choice_str("loss", loss, LOSSES)
     if isinstance(optimizer, torch.optim.Optimizer):
         ids = {id(q) for group in optimizer.param_groups for q in group["params"]}
         if not ids & {id(q) for q in params}:
@@ -376,13 +450,13 @@ def train(model: nn.Module, X, y, *, loss: str = "mse", optimizer="sgd", lr: flo
     if callback is not None and not callable(callback):
         raise TypeError(f"callback must be a function callback(model, record) -> bool, or None; got "
                         f"{type(callback).__name__}")
-    _check_bool("progress", progress)
-    _check_bool("record_initial", record_initial)
+    check_bool("progress", progress)
+    check_bool("record_initial", record_initial)
     param = params[0]
     X = check_matrix(X, "X", dtype=param.dtype, device=param.device).detach()
-    _check_input_features(X, model, "X")
+    check_input_features(X, model, "X")
     n = X.shape[0]
-    Y = _prepare_targets(y, n, loss, param.dtype, param.device)
+    Y = prepare_targets(y, n, loss, param.dtype, param.device)
     if batch_size is None:
         bs = n
     else:
@@ -395,10 +469,10 @@ def train(model: nn.Module, X, y, *, loss: str = "mse", optimizer="sgd", lr: flo
         if X_val.shape[1] != X.shape[1]:
             raise ValueError(f"X_val has {X_val.shape[1]} features but X has {X.shape[1]}: validation data must "
                              "have the same columns as the training data")
-        Y_val = _prepare_targets(y_val, X_val.shape[0], loss, param.dtype, param.device, "y_val", "X_val")
+        Y_val = prepare_targets(y_val, X_val.shape[0], loss, param.dtype, param.device, "y_val", "X_val")
         if loss == "mse" and Y_val.shape[1] != Y.shape[1]:
             raise ValueError(f"y_val has {Y_val.shape[1]} column(s) but y has {Y.shape[1]}: they must match")
-    g = _check_generator(generator)
+    g = check_generator(generator)
     lossf = _loss_fn(loss)
     if isinstance(optimizer, torch.optim.Optimizer):
         opt = optimizer
@@ -485,9 +559,9 @@ def nfm(model: MLP, layer: int = 0, *, subtract_init: bool = False, diagonal: bo
     """The neural feature matrix W_l^T W_l, or (W_l - W_l^0)^T (W_l - W_l^0) with ``subtract_init`` (float64).
 
     With ``diagonal``, only its diagonal (the squared column norms of W_l), without forming the d x d matrix."""
-    _check_mlp(model)
-    _check_bool("subtract_init", subtract_init)
-    _check_bool("diagonal", diagonal)
+    check_mlp(model)
+    check_bool("subtract_init", subtract_init)
+    check_bool("diagonal", diagonal)
     W = model.weight(layer).detach().to(torch.float64)
     if subtract_init:
         W = W - model.initial_weight(layer).to(torch.float64)
@@ -501,16 +575,16 @@ def layer_agop(model: MLP, X, layer: int = 0, *, centre: bool = False, power: fl
     The gradients are those of the sub-network f^{(l)} = :meth:`MLP.forward_from` at h_l(x_i), by :func:`rfm.agop`;
     ``centre`` subtracts each output's mean gradient, ``power`` and ``normalize`` as in
     :func:`rfm.feature_update`. Layer 0 gives the usual input AGOP of the whole network."""
-    _check_mlp(model)
-    _check_bool("centre", centre)
+    check_mlp(model)
+    check_bool("centre", centre)
     check_number("power", power, low=0, low_inclusive=False)
     if normalize is not None:
-        _check_choice_str("normalize", normalize, NORMALIZE)
+        check_choice_str("normalize", normalize, NORMALIZE)
     if batch_size is not None:
         check_number("batch_size", batch_size, low=1, integer=True)
     param = next(model.parameters())
     X = check_matrix(X, "X", dtype=param.dtype, device=param.device).detach()
-    _check_input_features(X, model, "X")
+    check_input_features(X, model, "X")
     H = model.layer_input(X, layer)
     return agop(lambda h: model.forward_from(h, layer), H, batch_size=batch_size, centre=centre, power=power,
                 normalize=normalize)
@@ -530,7 +604,7 @@ def nfa_table(model: MLP, X, *, layers=None, powers=(0.5, 1.0), kinds=("pearson"
     ``subtract_init`` applies to the trained NFM only (at initialisation it would be 0). ``layers`` defaults to
     every layer but the linear read-out, whose AGOP is exactly W^T W (the gradient of f_c = w_c . h is w_c), so
     that its correlation with AGOP^1 is 1 by construction. Each layer's AGOP is computed once per network."""
-    _check_mlp(model)
+    check_mlp(model)
     layers = range(max(1, model.n_layers - 1)) if layers is None else _check_int_list("layers", layers)
     for l in layers:
         model._check_layer(l)
@@ -540,11 +614,11 @@ def nfa_table(model: MLP, X, *, layers=None, powers=(0.5, 1.0), kinds=("pearson"
     kinds = _check_str_list("kinds", kinds)
     for kind in kinds:
         check_choice("kinds", kind, KINDS)
-    _check_bool("subtract_init", subtract_init)
-    _check_bool("centre", centre)
+    check_bool("subtract_init", subtract_init)
+    check_bool("centre", centre)
     param = next(model.parameters())
     X = check_matrix(X, "X", dtype=param.dtype, device=param.device).detach()
-    _check_input_features(X, model, "X")
+    check_input_features(X, model, "X")
     net0 = model.initial()
     rows = []
     for l in layers:

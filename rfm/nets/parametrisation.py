@@ -36,7 +36,7 @@ from torch import nn
 
 from .._checks import check_choice, check_number
 from ..models.transfer import fit_scaling_law
-from .mlp import MLP, _check_mlp, _check_widths, train
+from .mlp import MLP, check_mlp, check_widths, train
 
 #: The parametrisations of :func:`make_mlp` and :func:`lr_groups`.
 SCHEMES = ("sp", "ntp", "mup", "spectral")
@@ -79,7 +79,7 @@ def make_mlp(d_in: int, widths, d_out: int = 1, scheme: str = "spectral", *, sig
     """A bias-free :class:`rfm.nets.MLP` initialised under ``scheme`` (see the module's table), base scale sigma."""
     _check_scheme(scheme)
     check_number("sigma", sigma, low=0, low_inclusive=False)
-    dims = [int(d_in), *_check_widths(widths), int(d_out)]
+    dims = [int(d_in), *check_widths(widths), int(d_out)]
     scales = [init_std(scheme, a, b, readout=(l == len(dims) - 2), sigma=sigma) * math.sqrt(a)
               for l, (a, b) in enumerate(zip(dims[:-1], dims[1:]))]
     return MLP(d_in, widths, d_out, activation=activation, bias=False, init="normal", init_scale=scales,
@@ -93,7 +93,7 @@ def lr_groups(model, scheme: str, lr: float) -> list[dict]:
     ``torch.optim.SGD(lr_groups(net, "mup", 0.1))``."""
     _check_scheme(scheme)
     check_number("lr", lr, low=0, low_inclusive=False)
-    net = _check_mlp(model.net if isinstance(model, OutputScaled) else model)
+    net = check_mlp(model.net if isinstance(model, OutputScaled) else model)
     return [{"params": list(layer.parameters()), "lr": lr * lr_multiplier(scheme, layer.in_features,
                                                                           layer.out_features)}
             for layer in net.layers]
@@ -107,7 +107,7 @@ class OutputScaled(nn.Module):
 
     def __init__(self, net: MLP, gamma: float = 1.0, *, centre: bool = True):
         super().__init__()
-        self.net = _check_mlp(net, "net")
+        self.net = check_mlp(net, "net")
         check_number("gamma", gamma, low=0, low_inclusive=False)
         self.gamma = float(gamma)
         self.centre = bool(centre)
@@ -147,7 +147,7 @@ def spectral_norm(W) -> float:
 def spectral_norms(model, *, initial: bool = False, change: bool = False) -> list[float]:
     """The spectral norm of every layer's weights W_l of an MLP (of W_l at initialisation with ``initial``, of
     ``W_l - W_l(0)`` with ``change``)."""
-    net = _check_mlp(model.net if isinstance(model, OutputScaled) else model)
+    net = check_mlp(model.net if isinstance(model, OutputScaled) else model)
     out = []
     for l in range(net.n_layers):
         W = net.initial_weight(l) if initial else net.weight(l)
@@ -172,7 +172,7 @@ def relative_feature_change(before: MLP, after: MLP, X) -> dict:
 
     Returns ``{"h1": ||h_1' - h_1|| / ||h_1||, ..., "f": mean |f' - f|}`` for the hidden layers' outputs h_l
     (after the activation; Frobenius norms over the rows of X)."""
-    before, after = _check_mlp(before, "before"), _check_mlp(after, "after")
+    before, after = check_mlp(before, "before"), check_mlp(after, "after")
     if [w.shape for w in before.parameters()] != [w.shape for w in after.parameters()]:
         raise ValueError("before and after must be the same architecture (two copies of one network)")
     p = next(before.parameters())

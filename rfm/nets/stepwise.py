@@ -35,9 +35,9 @@ import math
 import numpy as np
 import torch
 
-from .._checks import check_matrix, check_number
-from ..data.modular import all_pairs, first_reaching
-from ..utils import _check_square, make_generator, symmetrize
+from .._checks import check_matrix, check_number, check_square, resolve_dtype
+from ..data.modular import all_pairs, check_prime, first_reaching
+from ..utils import make_generator, symmetrize
 from .mlp import MLP
 
 __all__ = ["analogy_accuracy", "barlow_twins_onsets", "count_drops", "cross_view_matrix", "escape_direction", "escape_objective", "factorization_gd",
@@ -159,7 +159,7 @@ def logistic_onset(rate: float, x0: float, x_inf: float, fraction: float = 0.5) 
 def qwem_target(counts, ns_weight: float = 1.0) -> torch.Tensor:
     """M*_ij = 2 (P_ij - q P_i P_j) / (P_ij + q P_i P_j) from symmetric co-occurrence counts (V, V), with
     P_ij = counts / total, P_i the row sums of P and q = ``ns_weight`` (as in ``qwem.py`` of ``dkarkada/qwem``)."""
-    C = _check_square(counts, "counts", symmetric=True).to(torch.float64)
+    C = check_square(counts, "counts", symmetric=True).to(torch.float64)
     if bool((C < 0).any()):
         raise ValueError("counts must be non-negative")
     check_number("ns_weight", ns_weight, low=0, low_inclusive=False)
@@ -175,7 +175,7 @@ def qwem_target(counts, ns_weight: float = 1.0) -> torch.Tensor:
 def positive_part(M, k: int) -> torch.Tensor:
     """The best rank-``k`` positive semi-definite approximation of symmetric M (Eckart-Young): the top-k eigen-
     pairs with negative eigenvalues set to 0. It is where 1/4 ||W W^T - M||^2 with W (V, k) ends from small init."""
-    M = _check_square(M, "M", symmetric=True).to(torch.float64)
+    M = check_square(M, "M", symmetric=True).to(torch.float64)
     check_number("k", k, low=1, high=M.shape[0], integer=True)
     lam, U = torch.linalg.eigh(symmetrize(M))
     lam, U = lam[-k:].clamp_min(0), U[:, -k:]
@@ -187,7 +187,7 @@ def factorization_gd(M, d: int, *, init_scale: float = 1e-6, lr: float = 0.1, st
     """Gradient descent on L(W) = 1/4 ||W W^T - M||_F^2 with W (V, d) from W0 ~ N(0, init_scale^2 / d) (the
     initialisation of ``qwem.py``) or the given ``W0``. Returns {"W", "W0", "steps", "loss", "sq_sv"}: the loss
     and the squared singular values of W (descending, (T, d)) every ``record_every`` steps (and at 0)."""
-    M = _check_square(M, "M", symmetric=True).to(torch.float64)
+    M = check_square(M, "M", symmetric=True).to(torch.float64)
     V = M.shape[0]
     check_number("d", d, low=1, high=V, integer=True)
     check_number("lr", lr, low=0, low_inclusive=False)
@@ -221,7 +221,7 @@ def factorization_onsets(M, W0, k: int, lr: float, fraction: float = 0.5) -> lis
     """Predicted steps at which the top ``k`` modes of 1/4 ||W W^T - M||^2 reach ``fraction`` of their eigenvalue:
     each mode's squared size x = ||u_j^T W||^2 follows dx/dt = 2 x (lambda_j - x) (:func:`logistic_onset` with
     rate 2 lambda_j, x0 = ||u_j^T W0||^2), with t = lr * step; modes are taken as uncoupled."""
-    M = _check_square(M, "M", symmetric=True).to(torch.float64)
+    M = check_square(M, "M", symmetric=True).to(torch.float64)
     W0 = check_matrix(W0, "W0", dtype=torch.float64)
     check_number("k", k, low=1, high=M.shape[0], integer=True)
     check_number("lr", lr, low=0, low_inclusive=False)
@@ -373,7 +373,7 @@ def barlow_twins_onsets(Gamma, W0, k: int, lr: float, fraction: float = 0.5) -> 
     """Predicted steps at which the top ``k`` modes of linear Barlow Twins reach ``fraction`` of 1: mode j's
     eigenvalue c = gamma_j ||W u_j||^2 follows dc/dt = 8 gamma_j c (1 - c) (:func:`logistic_onset` with rate
     8 gamma_j, c0 from W0), t = lr * step; modes are taken as uncoupled."""
-    G = _check_square(Gamma, "Gamma", symmetric=True).to(torch.float64)
+    G = check_square(Gamma, "Gamma", symmetric=True).to(torch.float64)
     W0 = check_matrix(W0, "W0", dtype=torch.float64)
     check_number("k", k, low=1, high=G.shape[0], integer=True)
     check_number("lr", lr, low=0, low_inclusive=False)
@@ -485,10 +485,7 @@ def template_addition(p: int, magnitudes, *, generator=0, dtype="float64") -> di
     pair (a, b) is the input (rho^a x, rho^b x) in R^{2p}, the target rho^{a+b} x in R^p, with
     (rho^a x)[j] = x[(j - a) mod p]. All p^2 pairs (``rfm.data.modular.all_pairs``). Returns {"X", "Y", "x",
     "pairs", "magnitudes"} (magnitudes after scaling, per frequency 1..(p-1)/2)."""
-    from .._checks import resolve_dtype
-    from ..data.modular import _check_prime
-
-    p = _check_prime(p)
+    p = check_prime(p)
     m = torch.as_tensor(magnitudes, dtype=torch.float64).reshape(-1)
     half = (p - 1) // 2
     if m.numel() < 1 or m.numel() > half:
