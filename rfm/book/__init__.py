@@ -37,8 +37,21 @@ def _check_profile(profile):
         raise ValueError(f"profile must be one of {PROFILES}, got {profile!r}")
 
 
-def _check_name(name: str, value) -> str:
-    """A chapter or figure name: it becomes part of a file name."""
+def check_name(name: str, value) -> str:
+    """Check a chapter or figure name, which becomes part of a file name; return it unchanged.
+
+    Parameters
+    ----------
+    name : str
+        The argument's name, for the error message.
+    value : str
+        The name to check: a non-empty string without a path separator.
+
+    Returns
+    -------
+    str
+        ``value``.
+    """
     if not isinstance(value, str) or not value.strip():
         raise TypeError(f"{name} must be a non-empty string, got {value!r}")
     if "/" in value or "\\" in value or value in (".", ".."):
@@ -111,19 +124,32 @@ def device_name(device=None) -> str:
     return f"cpu ({platform.processor() or platform.machine()}, {os.cpu_count()} cores)"
 
 
-def _jsonable(v):
+def jsonable(v):
+    """``v`` as JSON can hold it: tensors and arrays as lists, devices, dtypes and paths as strings, dict keys as
+    strings, NaN and infinities as None.
+
+    Parameters
+    ----------
+    v : object
+        A value of a chapter's record.
+
+    Returns
+    -------
+    object
+        The value in JSON's types.
+    """
     if isinstance(v, float) and not math.isfinite(v):
         return None  # JSON has no NaN or infinity
     if isinstance(v, torch.Tensor):
-        return _jsonable(v.detach().cpu().tolist())
+        return jsonable(v.detach().cpu().tolist())
     if hasattr(v, "tolist"):
-        return _jsonable(v.tolist())
+        return jsonable(v.tolist())
     if isinstance(v, (torch.device, torch.dtype, Path)):
         return str(v)
     if isinstance(v, dict):
-        return {str(k): _jsonable(x) for k, x in v.items()}
+        return {str(k): jsonable(x) for k, x in v.items()}
     if isinstance(v, (list, tuple)):
-        return [_jsonable(x) for x in v]
+        return [jsonable(x) for x in v]
     return v
 
 
@@ -143,7 +169,7 @@ def summary(chapter: str, params, measured: dict, *, device=None, output_dir=Non
     ``checks`` (written by :meth:`Checks.finish`) holds each check's value, rule and pass/fail; ``seed`` is the
     chapter's seed (the calibration groups runs by it). Non-finite numbers are written as ``null``.
     """
-    _check_name("chapter", chapter)
+    check_name("chapter", chapter)
     if not isinstance(measured, dict):
         raise TypeError(f"measured must be a dict of the chapter's measured values, e.g. {{'r2': 0.97}}, got "
                         f"{type(measured).__name__}")
@@ -159,11 +185,11 @@ def summary(chapter: str, params, measured: dict, *, device=None, output_dir=Non
         "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "commit": git_commit(),
         "torch": torch.__version__,
-        "params": _jsonable(params),
-        "measured": _jsonable(measured),
+        "params": jsonable(params),
+        "measured": jsonable(measured),
     }
     if checks is not None:
-        record["checks"] = _jsonable(checks)
+        record["checks"] = jsonable(checks)
     shown = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in measured.items()
                       if isinstance(v, (int, float, str)))
     print(f"[{chapter} | profile={record['profile']} | {record['device']}] {shown}")
@@ -214,14 +240,14 @@ def load_results(chapter: str, profile: str = "full") -> dict | None:
     """Committed measured values of a chapter (``results/<chapter>/<profile>.json``), or None when absent.
 
     Read from this checkout, or from the book's repository when the package was installed without one (Colab)."""
-    _check_name("chapter", chapter)
+    check_name("chapter", chapter)
     _check_profile(profile)
     return _read_committed(f"{chapter}/{profile}.json")
 
 
 def load_calibration(chapter: str) -> dict | None:
     """The committed ten-seed calibration of a chapter's Checks (``results/calibration/<chapter>.json``) or None."""
-    _check_name("chapter", chapter)
+    check_name("chapter", chapter)
     return _read_committed(f"calibration/{chapter}.json")
 
 
@@ -290,7 +316,7 @@ def savefig(fig, name: str, output_dir=None):
     """Save a figure as PNG into the output folder, when one is set (the book itself shows figures inline)."""
     if not hasattr(fig, "savefig"):
         raise TypeError(f"fig must be a matplotlib Figure (the plotting helpers return one), got {type(fig).__name__}")
-    _check_name("name", name)
+    check_name("name", name)
     path = output_path(output_dir)
     if path is not None:
         fig.savefig(path / f"{name}.png", dpi=120, bbox_inches="tight")

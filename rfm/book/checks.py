@@ -115,9 +115,9 @@ class Checks:
     measured: dict = field(default_factory=dict)
 
     def __post_init__(self):
-        from . import _check_name  # noqa: PLC0415 (rfm.book imports this module)
+        from . import check_name  # noqa: PLC0415 (rfm.book imports this module)
 
-        _check_name("chapter", self.chapter)
+        check_name("chapter", self.chapter)
         self._finished = False
 
     # ------------------------------------------------------------------ stating checks
@@ -167,12 +167,12 @@ class Checks:
 
     def at_calibrated_settings(self, calib=None) -> bool:
         """Whether this run has the profile and settings of the committed calibration (any seed, any device)."""
-        from . import _jsonable  # noqa: PLC0415
+        from . import jsonable  # noqa: PLC0415
 
         calib = self.calibration() if calib is None else calib
         params = vars(self.params) if hasattr(self.params, "__dict__") else dict(self.params)
         return bool(calib) and calib.get("profile") == params.get("profile") and \
-            calib.get("settings") == _jsonable(self.settings())
+            calib.get("settings") == jsonable(self.settings())
 
     def problems(self) -> list[str]:
         """Every reason the checks fail: a failed rule, or (at the calibrated settings) a stale calibration."""
@@ -307,7 +307,7 @@ def _in_notebook() -> bool:
 
 def calibration_from_records(records: list[dict], seconds: dict | None = None) -> dict:
     """Merge the JSON records of one chapter run per seed into the calibration file's content."""
-    from . import _jsonable, device_name, git_commit  # noqa: PLC0415
+    from . import jsonable, device_name, git_commit  # noqa: PLC0415
     import datetime as _dt  # noqa: PLC0415
     import platform  # noqa: PLC0415
 
@@ -335,10 +335,10 @@ def calibration_from_records(records: list[dict], seconds: dict | None = None) -
     scalars = sorted({k for r in records for k, v in r.get("measured", {}).items()
                       if k not in checks and isinstance(v, (int, float))})
     return dict(
-        chapter=chapter, profile=profile, settings=_jsonable(settings), seeds=[r["seed"] for r in records],
+        chapter=chapter, profile=profile, settings=jsonable(settings), seeds=[r["seed"] for r in records],
         date=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), commit=git_commit(),
         machine=f"{device_name('cpu')}, {platform.platform()}", device=first.get("device"),
-        seconds=_jsonable(seconds or {}), checks=checks,
+        seconds=jsonable(seconds or {}), checks=checks,
         measured={k: [r.get("measured", {}).get(k) for r in records] for k in scalars},
     )
 

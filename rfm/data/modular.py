@@ -460,17 +460,6 @@ def correct_class_mse(outputs, Y) -> float:
     return float((picked - 1).square().mean())
 
 
-def first_reaching(steps, values, level: float, *, below: bool = False):
-    """The first step whose value is >= ``level`` (``below``: <= ``level``), or None if none is."""
-    steps, values = list(steps), list(values)
-    if len(steps) != len(values):
-        raise ValueError(f"steps and values must have the same length, got {len(steps)} and {len(values)}")
-    for s_, v in zip(steps, values):
-        if (v <= level) if below else (v >= level):
-            return s_
-    return None
-
-
 def random_circulant_block(p: int, operation: str = "add", *, generator=0, dtype="float64") -> torch.Tensor:
     """A random p x p block that is circulant in the digit order of ``operation``: c ~ U[0, 1] (length p, or p - 1
     for * and /), mean-centred, placed with :func:`unreindex_block`."""
@@ -496,13 +485,14 @@ def random_circulant_features(p: int, operation: str = "add", *, generator=0, dt
     return psd_power(A, 0.5)
 
 
-#: Names that moved to rfm.nets in 0.2 (a data module holds no network and no training callback): old -> new module.
-MOVED = {"quadratic_net": "rfm.nets.mlp", "NetworkProgress": "rfm.nets.callbacks", "GrokkingProgress": "rfm.nets.callbacks"}
+#: Names that moved to rfm.nets in 0.2 (a data module holds no network, training callback or curve measure): old -> new module.
+MOVED = {"quadratic_net": "rfm.nets.mlp", "NetworkProgress": "rfm.nets.callbacks", "GrokkingProgress": "rfm.nets.callbacks",
+         "first_reaching": "rfm.nets.curves"}
 
 
 def __getattr__(name):
-    """``rfm.data.modular.quadratic_net`` and the two progress callbacks, moved to :mod:`rfm.nets`, with a
-    DeprecationWarning (for one release)."""
+    """``rfm.data.modular.quadratic_net``, the two progress callbacks and ``first_reaching``, moved to
+    :mod:`rfm.nets`, with a DeprecationWarning (for one release)."""
     if name in MOVED:
         warnings.warn(f"rfm.data.modular.{name} moved to {MOVED[name]}.{name} in rfm 0.2; the old path will be "
                       "removed in 0.3", DeprecationWarning, stacklevel=2)

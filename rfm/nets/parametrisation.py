@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import copy
 import math
+import warnings
 
 import numpy as np
 import torch
@@ -36,7 +37,9 @@ from torch import nn
 
 from .._checks import check_choice, check_number
 from ..models.transfer import fit_scaling_law
+from . import curves
 from .mlp import MLP, check_mlp, check_widths, train
+from .optim import train_full_batch
 
 #: The parametrisations of :func:`make_mlp` and :func:`lr_groups`.
 SCHEMES = ("sp", "ntp", "mup", "spectral")
@@ -269,8 +272,6 @@ def mlp_eta_edge(make_model, X, y, *, lrs, steps: int, scheme: str = "mup", blow
     A run blows up when its loss becomes non-finite or exceeds ``blowup`` times the initial loss; it stops there.
     The ``lrs`` are run in increasing order; after ``skip_after`` consecutive blow-ups the larger ones are counted
     as blown up without running them (None runs all)."""
-    from .optim import train_full_batch
-
     lrs = sorted(float(v) for v in lrs)
     finals, curves = [], []
     for lr in lrs:
@@ -302,12 +303,23 @@ def mlp_eta_edge(make_model, X, y, *, lrs, steps: int, scheme: str = "mup", blow
 
 
 def plateau_fraction(losses, *, tol: float = 0.05) -> float:
-    """The fraction of steps before the loss first falls below (1 - tol) times its initial value."""
-    losses = np.asarray(losses, dtype=float)
-    if losses.ndim != 1 or len(losses) < 2:
-        raise ValueError("losses must be a 1-D curve of at least two values")
-    below = np.nonzero(losses < (1 - tol) * losses[0])[0]
-    return 1.0 if len(below) == 0 else float(below[0]) / len(losses)
+    """Deprecated: :func:`rfm.nets.curves.plateau_fraction` (whose default ``tol`` is 0.01) with ``tol=0.05``.
+
+    Parameters
+    ----------
+    losses : sequence of float
+        A finite loss curve of at least two values.
+    tol : float
+        The relative drop that ends the plateau.
+
+    Returns
+    -------
+    float
+        The plateau fraction.
+    """
+    warnings.warn("rfm.nets.parametrisation.plateau_fraction is rfm.nets.curves.plateau_fraction(losses, tol=0.05) "
+                  "since rfm 0.2; the old name will be removed in 0.3", DeprecationWarning, stacklevel=2)
+    return curves.plateau_fraction(losses, tol=tol)
 
 
 __all__ = ["SCHEMES", "OutputScaled", "init_std", "lr_groups", "lr_multiplier", "loglog_slope", "make_mlp",

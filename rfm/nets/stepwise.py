@@ -36,8 +36,9 @@ import numpy as np
 import torch
 
 from .._checks import check_matrix, check_number, check_square, resolve_dtype
-from ..data.modular import all_pairs, check_prime, first_reaching
+from ..data.modular import all_pairs, check_prime
 from ..utils import make_generator, symmetrize
+from .curves import count_drops, loss_drops, mode_onsets, plateau_fraction, plateau_levels
 from .mlp import MLP
 
 __all__ = ["analogy_accuracy", "barlow_twins_onsets", "count_drops", "cross_view_matrix", "escape_direction", "escape_objective", "factorization_gd",
@@ -55,82 +56,8 @@ def _gen(generator) -> torch.Generator:
     return make_generator(int(generator))
 
 
-def _series(values, name: str) -> np.ndarray:
-    a = np.asarray(values.detach().cpu() if isinstance(values, torch.Tensor) else values, dtype=float)
-    if a.ndim != 1 or a.size < 2:
-        raise ValueError(f"{name} must be a 1-D series of at least 2 values, got shape {a.shape}")
-    if not np.isfinite(a).all():
-        raise ValueError(f"{name} contains NaN or infinite values")
-    return a
-
-
 # ----------------------------------------------------------------------------------------------------------------
 # Stepwise measures
-
-
-def mode_onsets(steps, series, targets=None, *, fraction: float = 0.5, below: bool = False) -> list:
-    """For each column j of ``series`` (T, k), the first step at which it reaches ``fraction * targets[j]`` (from
-    below; ``below=True``: falls to it). ``targets`` defaults to each column's last value. None where never."""
-    S = np.asarray(series.detach().cpu() if isinstance(series, torch.Tensor) else series, dtype=float)
-    if S.ndim == 1:
-        S = S[:, None]
-    steps = list(steps)
-    if S.ndim != 2 or S.shape[0] != len(steps):
-        raise ValueError(f"series must be (T, k) with T = len(steps) = {len(steps)}, got shape {S.shape}")
-    check_number("fraction", fraction, low=0, high=1)
-    if targets is None:
-        targets = S[-1]
-    targets = np.asarray(targets.detach().cpu() if isinstance(targets, torch.Tensor) else targets, dtype=float)
-    if targets.shape != (S.shape[1],):
-        raise ValueError(f"targets must have one value per column ({S.shape[1]}), got shape {targets.shape}")
-    return [first_reaching(steps, S[:, j], fraction * targets[j], below=below) for j in range(S.shape[1])]
-
-
-def loss_drops(loss, *, rel_drop: float = 0.1, window: float = 0.05) -> list[dict]:
-    """The distinct drops of a loss curve sampled at equal intervals: a drop is a run of windows of
-    ``window * len(loss)`` samples (at least 1) over each of which the loss falls by at least ``rel_drop`` times
-    its initial value; overlapping windows are merged. Returns one {"start", "end", "size"} per drop (indices
-    into ``loss``; size = loss[start] - loss[end])."""
-    a = _series(loss, "loss")
-    check_number("rel_drop", rel_drop, low=0, low_inclusive=False)
-    check_number("window", window, low=0, low_inclusive=False, high=1)
-    w = max(1, int(round(window * len(a))))
-    thr = rel_drop * abs(a[0])
-    hits = [i for i in range(len(a) - w) if a[i] - a[i + w] >= thr]
-    drops, cur = [], None
-    for i in hits:
-        if cur is not None and i <= cur[1]:
-            cur[1] = i + w
-        else:
-            if cur is not None:
-                drops.append(cur)
-            cur = [i, i + w]
-    if cur is not None:
-        drops.append(cur)
-    return [{"start": s, "end": e, "size": float(a[s] - a[e])} for s, e in drops]
-
-
-def count_drops(loss, *, rel_drop: float = 0.1, window: float = 0.05) -> int:
-    """The number of distinct drops of :func:`loss_drops`."""
-    return len(loss_drops(loss, rel_drop=rel_drop, window=window))
-
-
-def plateau_fraction(loss, *, tol: float = 0.01) -> float:
-    """The fraction of the series before the loss first falls below (1 - ``tol``) times its initial value (1.0 if
-    it never does)."""
-    a = _series(loss, "loss")
-    check_number("tol", tol, low=0, low_inclusive=False, high=1)
-    below = np.nonzero(a < (1 - tol) * a[0])[0]
-    return 1.0 if below.size == 0 else float(below[0]) / len(a)
-
-
-def plateau_levels(loss, levels, *, tol: float = 0.1, min_fraction: float = 0.02) -> list:
-    """The ``levels`` at which the loss rests: those with at least ``min_fraction`` of the samples within ``tol`` of
-    the level (e.g. levels 0..k-1 for a Barlow Twins loss that falls by one per learned mode)."""
-    a = _series(loss, "loss")
-    check_number("tol", tol, low=0, low_inclusive=False)
-    check_number("min_fraction", min_fraction, low=0, low_inclusive=False, high=1)
-    return [lv for lv in levels if float(np.mean(np.abs(a - lv) <= tol)) >= min_fraction]
 
 
 def logistic_mode(t, rate: float, x0: float, x_inf: float):

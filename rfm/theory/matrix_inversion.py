@@ -43,6 +43,7 @@ import numpy as np
 import torch
 
 from .._checks import check_choice, check_number, check_square
+from ..models.transfer import fit_scaling_law
 from ..utils import make_generator
 
 __all__ = ["InversionRun", "OrderFit", "convergence_order", "newton_schulz", "residual_norm", "richardson_step",
@@ -214,11 +215,10 @@ def convergence_order(errors, *, floor: float = 1e-10, ceiling: float | None = N
     if int(keep.sum()) < min_pairs:
         raise ValueError(f"only {int(keep.sum())} pair(s) (e_t, e_t+1) lie in the window e_t <= {ceiling}, "
                          f"e_t+1 >= {floor}; need at least {min_pairs} (run longer, or widen the window)")
-    x, y = np.log(a[keep]), np.log(b[keep])
-    if np.ptp(x) == 0:
+    if np.ptp(a[keep]) == 0:
         raise ValueError("all the errors in the window are equal; the order is undefined (a stalled run)")
-    slope, intercept = np.polyfit(x, y, 1)
-    return OrderFit(float(slope), float(intercept), int(keep.sum()))
+    law = fit_scaling_law(a[keep], b[keep])  # the package's one log-log fit: e_{t+1} = C e_t^order
+    return OrderFit(law.slope, math.log(law.coef), int(keep.sum()))
 
 
 def spd_matrix(d: int, kappa: float, *, seed=0, dtype=torch.float64, device=None) -> torch.Tensor:
