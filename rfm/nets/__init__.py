@@ -1,9 +1,14 @@
 """Networks and their training dynamics.
 
 * ``rfm.nets`` (this package, from :mod:`rfm.nets.mlp`) -- :class:`MLP` (any depth, width, activation; the
-  quadratic network of the grokking paper is ``MLP(d, [w], c, activation="quadratic", init="uniform")``), the one
-  training loop :func:`train`, neural feature matrices :func:`nfm`, per-layer AGOPs :func:`layer_agop` and the
-  Neural Feature Ansatz table :func:`nfa_table`
+  quadratic network of the grokking paper is :func:`quadratic_net`), training on (X, y) :func:`train`, neural
+  feature matrices :func:`nfm`, per-layer AGOPs :func:`layer_agop` and the Neural Feature Ansatz table
+  :func:`nfa_table`
+* :mod:`rfm.nets.training` -- the one training loop :func:`fit` (zero the gradients, a loss, backward, step, a
+  callback that records and may stop), which :func:`train`, full-batch training, online in-context training and
+  the deep linear baselines drive
+* :mod:`rfm.nets.curves` -- measures of training curves: first step to reach a level, mode onsets, plateaus, drops
+* :mod:`rfm.nets.linear` -- deep linear networks: the matrix-completion and diagonal sparse-regression baselines
 * :mod:`rfm.nets.alignment` -- the pre-activation tangent kernel, AGOP = W^T K W, centred and uncentred neural
   feature correlations, the free-probability predictions
 * :mod:`rfm.nets.optim` -- Speed Limited Optimization and full-batch training with any torch optimizer
@@ -23,8 +28,9 @@
 * :mod:`rfm.nets.fact` -- the Features at Convergence Theorem per layer (W^T W against the FACT matrix), and
   L-BFGS polishing of a weight-decayed loss to a critical point
 """
+from .training import fit, num_threads
 from .mlp import (ACTIVATIONS, INITS, LOSSES, MLP, OPTIMIZERS, format_nfa_table, layer_agop, nfa_table, nfm,
-                  num_threads, quadratic_net, train)
+                  quadratic_net, train)
 from . import alignment, optim  # noqa: E402
 from . import baselines  # noqa: E402
 from . import classifier  # noqa: E402
@@ -32,11 +38,11 @@ from . import dynamics  # noqa: E402
 from . import stepwise  # noqa: E402
 from . import parametrisation  # noqa: E402
 from . import fact  # noqa: E402
-from . import callbacks  # noqa: E402
+from . import callbacks, curves, linear, training  # noqa: E402
 from .baselines import (column_norm_matched_weights, matched_network, matched_nfa,  # noqa: E402
                         spectrum_matched_weights)
 
-__all__ = ["ACTIVATIONS", "INITS", "LOSSES", "MLP", "OPTIMIZERS", "alignment", "baselines", "callbacks", "classifier", "dynamics", "fact",
-           "column_norm_matched_weights", "format_nfa_table", "layer_agop", "matched_network", "matched_nfa",
+__all__ = ["ACTIVATIONS", "INITS", "LOSSES", "MLP", "OPTIMIZERS", "alignment", "baselines", "callbacks", "classifier", "curves", "dynamics", "fact",
+           "column_norm_matched_weights", "fit", "format_nfa_table", "layer_agop", "linear", "matched_network", "matched_nfa",
            "nfa_table", "nfm", "num_threads", "optim", "parametrisation", "quadratic_net", "spectrum_matched_weights", "stepwise",
-           "train"]
+           "train", "training"]

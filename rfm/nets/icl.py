@@ -43,7 +43,8 @@ from torch import nn
 
 from .._checks import check_choice, check_number, resolve_dtype
 from ..utils import check_generator, make_generator
-from .mlp import MLP, num_threads
+from .mlp import MLP
+from .training import fit
 
 __all__ = ["ATTENTIONS", "FEATURES", "LinearTasks", "PromptMLP", "Prompts", "ReLUTeacherTasks", "SGPT", "evaluate",
            "identity_attention", "psi", "psi_linear", "psi_linear_risk", "ridge_predict", "tokens", "train_online",
@@ -538,31 +539,32 @@ def train_online(model: nn.Module, sample, *, steps: int, batch_size: int = 64, 
     total_steps = int(steps)
     factor = ((lambda t: 0.5 * (1.0 + math.cos(math.pi * t / total_steps))) if schedule == "cosine"
               else (lambda t: 1.0))
-    history, total, count = [], 0.0, 0
+    history, running = [], {"total": 0.0, "count": 0}
+
+    def prompt_loss(step):
+        p = _check_prompts(sample(int(batch_size), g), "sample(...)").to(param.dtype, param.device)
+        for group in opt.param_groups:
+            group["lr"] = lr * factor(step - 1)
+        out = model(p)
+        if step == 1 and out.shape != p.y_query.shape:
+            raise ValueError(f"the model returns shape {tuple(out.shape)} for {len(p)} prompts; expected "
+                             f"({len(p)},)")
+        return ((out - p.y_query) ** 2).mean()
+
+    def record(step, loss):
+        running["total"], running["count"] = running["total"] + float(loss), running["count"] + 1
+        if step % eval_every == 0 or step == steps:
+            rec = {"step": step, "train_loss": running["total"] / running["count"]}
+            if eval_prompts is not None:
+                rec["eval_mse"] = evaluate(model, eval_prompts)
+            history.append(rec)
+            running["total"], running["count"] = 0.0, 0
+        return False
+
+    def diverged(step, value):
+        return FloatingPointError(f"the training loss became {value} at step {step}: lower lr (now {lr:g})")
+
     model.train()
-    with num_threads(threads), torch.enable_grad():
-        for step in range(1, int(steps) + 1):
-            p = sample(int(batch_size), g)
-            p = _check_prompts(p, "sample(...)").to(param.dtype, param.device)
-            for group in opt.param_groups:
-                group["lr"] = lr * factor(step - 1)
-            opt.zero_grad(set_to_none=True)
-            out = model(p)
-            if step == 1 and out.shape != p.y_query.shape:
-                raise ValueError(f"the model returns shape {tuple(out.shape)} for {len(p)} prompts; expected "
-                                 f"({len(p)},)")
-            loss = ((out - p.y_query) ** 2).mean()
-            value = float(loss.detach())
-            if not math.isfinite(value):
-                raise FloatingPointError(f"the training loss became {value} at step {step}: lower lr (now {lr:g})")
-            loss.backward()
-            opt.step()
-            total, count = total + value, count + 1
-            if step % eval_every == 0 or step == steps:
-                rec = {"step": step, "train_loss": total / count}
-                if eval_prompts is not None:
-                    rec["eval_mse"] = evaluate(model, eval_prompts)
-                history.append(rec)
-                total, count = 0.0, 0
+    fit(opt, prompt_loss, int(steps), callback=record, diverged=diverged, threads=threads)
     model.eval()
     return history

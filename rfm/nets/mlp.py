@@ -17,7 +17,6 @@ the trained network and for the same network at initialisation.
 """
 from __future__ import annotations
 
-import contextlib
 import copy
 import math
 import numbers
@@ -34,6 +33,7 @@ from ..core.feature_matrix import feature_update
 from ..data.modular import ModularData, check_prime
 from ..metrics import matrix_correlation
 from ..utils import check_generator, get_device
+from .training import fit, num_threads
 
 #: The activations of :class:`MLP` by name (``activation=``).
 ACTIVATIONS = {
@@ -509,46 +509,45 @@ def train(model: nn.Module, X, y, *, loss: str = "mse", optimizer="sgd", lr: flo
                 if record(0, initial):
                     model.eval()
                     return history
-    with num_threads(threads), torch.enable_grad():  # also when called under torch.no_grad()
-        for epoch in tqdm(range(1, epochs + 1), desc="train", disable=not progress, leave=False):
-            order = torch.randperm(n, generator=g).to(X.device) if bs < n else None
-            total = 0.0
-            for start in range(0, n, bs):
-                idx = None if order is None else order[start:start + bs]
-                xb, yb = (X, Y) if idx is None else (X[idx], Y[idx])
-                opt.zero_grad(set_to_none=True)
-                out = model(xb)
-                if epoch == 1 and start == 0:
-                    _check_outputs(out, yb if loss == "mse" else Y, loss)
-                batch_loss = lossf(out, yb)
-                value = float(batch_loss.detach())
-                if not math.isfinite(value):
-                    raise _non_finite_loss(value, epoch, opt, f"mini-batch starting at sample {start}"
-                                           if bs < n else "full batch")
-                batch_loss.backward()
-                opt.step()
-                total += value * xb.shape[0]
-            if epoch % eval_every and epoch != epochs:
-                continue
-            if record(epoch, total / n):
-                break
+    # epochs of mini-batches as steps of the one loop: step t is batch (t - 1) % per_epoch of epoch ceil(t / per_epoch)
+    per_epoch = -(-n // bs)
+    epoch_state = {"order": None, "total": 0.0, "start": 0}
+    bar = tqdm(total=epochs, desc="train", disable=not progress, leave=False)
+
+    def batch_loss(t):
+        epoch, b = (t - 1) // per_epoch + 1, (t - 1) % per_epoch
+        if b == 0:
+            epoch_state["order"] = torch.randperm(n, generator=g).to(X.device) if bs < n else None
+            epoch_state["total"] = 0.0
+        start = epoch_state["start"] = b * bs
+        order = epoch_state["order"]
+        xb, yb = (X, Y) if order is None else (X[order[start:start + bs]], Y[order[start:start + bs]])
+        epoch_state["size"] = xb.shape[0]
+        out = model(xb)
+        if epoch == 1 and start == 0:
+            _check_outputs(out, yb if loss == "mse" else Y, loss)
+        return lossf(out, yb)
+
+    def after_step(t, batch):
+        epoch_state["total"] += float(batch) * epoch_state["size"]
+        if t % per_epoch:
+            return False
+        epoch = t // per_epoch
+        bar.update(1)
+        if epoch % eval_every and epoch != epochs:
+            return False
+        return record(epoch, epoch_state["total"] / n)
+
+    def divergence(t, value):
+        return _non_finite_loss(value, (t - 1) // per_epoch + 1, opt, f"mini-batch starting at sample "
+                                f"{epoch_state['start']}" if bs < n else "full batch")
+
+    try:
+        fit(opt, batch_loss, epochs * per_epoch, callback=after_step, diverged=divergence, threads=threads)
+    finally:
+        bar.close()
     model.eval()
     return history
-
-
-@contextlib.contextmanager
-def num_threads(threads: int | None):
-    """Run a block with ``threads`` torch CPU threads (None: unchanged), restoring the previous number after."""
-    if threads is None:
-        yield
-        return
-    check_number("threads", threads, low=1, integer=True)
-    saved = torch.get_num_threads()
-    torch.set_num_threads(threads)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(saved)
 
 
 # ----------------------------------------------------------------------------------------------------------------
