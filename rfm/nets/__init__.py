@@ -16,8 +16,11 @@
   with random directions (:func:`matched_network`, :func:`matched_nfa`)
 * :mod:`rfm.nets.classifier` -- an MLP as a classifier on the least-squares label codes of :class:`rfm.RFMClassifier`
 * :mod:`rfm.nets.dynamics` -- training dynamics beyond the kernel regime: the linearised and the quadratic model
-  (NQM) of any network, the empirical NTK and its sharpness, learning rates as multiples of 2 / lambda_0, a spike
-  counter, and a closed-form fast path for two-layer ReLU networks
+  (NQM) of any network, a spike counter
+* :mod:`rfm.nets.tangent_kernel` -- the empirical NTK, its sharpness, learning rates as multiples of 2 / lambda_0
+* :mod:`rfm.nets.two_layer` -- the functional two-layer ReLU network (and its linearisation and NQM) in closed form:
+  outputs, gradients, NTK, GD, SGD, AGOP
+* :mod:`rfm.nets.catapults` -- catapults in GD: multi-stage gradient descent above the stability edge
 * :mod:`rfm.nets.stepwise` -- learning one feature at a time: mode onsets and loss drops, the logistic closed form
   of one mode, quadratic word embeddings, linearised Barlow Twins, the saddle-escape direction, modular addition
   through a template of chosen Fourier magnitudes
@@ -38,11 +41,11 @@ from . import dynamics  # noqa: E402
 from . import stepwise  # noqa: E402
 from . import parametrisation  # noqa: E402
 from . import fact  # noqa: E402
-from . import callbacks, curves, linear, training  # noqa: E402
+from . import callbacks, catapults, curves, linear, tangent_kernel, training, two_layer  # noqa: E402
 from .baselines import (column_norm_matched_weights, matched_network, matched_nfa,  # noqa: E402
                         spectrum_matched_weights)
 
-__all__ = ["ACTIVATIONS", "INITS", "LOSSES", "MLP", "OPTIMIZERS", "alignment", "baselines", "callbacks", "classifier", "curves", "dynamics", "fact",
+__all__ = ["ACTIVATIONS", "INITS", "LOSSES", "MLP", "OPTIMIZERS", "alignment", "baselines", "callbacks", "catapults", "classifier", "curves", "dynamics", "fact",
            "column_norm_matched_weights", "fit", "format_nfa_table", "layer_agop", "linear", "matched_network", "matched_nfa",
            "nfa_table", "nfm", "num_threads", "optim", "parametrisation", "quadratic_net", "spectrum_matched_weights", "stepwise",
-           "train", "training"]
+           "tangent_kernel", "train", "training", "two_layer"]
