@@ -89,7 +89,9 @@ import torch
 import rfm
 import rfm.book
 from rfm.selection import tuning as T
+from rfm.models.transfer import fit_scaling_law
 from rfm.nets import parametrisation as PZ
+from rfm.nets.curves import first_reaching, plateau_fraction
 
 start = time.perf_counter()
 P = rfm.book.settings(
@@ -310,12 +312,11 @@ plt.show()
 
 # %%
 curves = {gm: sweep[gm]["curves"][int(np.argmin(sweep[gm]["final"]))] for gm in P.gammas}
-plateau = {gm: PZ.plateau_fraction(curves[gm]) for gm in P.gammas}
+plateau = {gm: plateau_fraction(curves[gm], tol=0.05) for gm in P.gammas}
 
 
 def half_time(c):
-    below = np.nonzero(c <= 0.5 * c[0])[0]
-    return int(below[0]) if len(below) else len(c)
+    return first_reaching(range(len(c)), c, 0.5 * c[0], below=True, default=len(c))
 
 
 for gm in P.gammas:
@@ -425,7 +426,7 @@ for k in range(P.searches):
 def front_slope(r):
     f = T.pareto_front(np.log10(r["costs"]), r["values"])
     N = np.array([r["points"][i]["N"] for i in f])
-    return float(np.polyfit(np.log10(r["costs"][f]), np.log10(N), 1)[0]) if len(f) > 1 else float("nan")
+    return fit_scaling_law(r["costs"][f], N).slope if len(f) > 1 else float("nan")
 
 
 def hv_curve(r):
