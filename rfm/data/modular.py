@@ -20,6 +20,9 @@ arithmetic via average gradient outer product" (arXiv 2407.20199, ICML 2025), wi
 * **Fourier view** -- the unitary DFT diagonalises every circulant matrix (:func:`dft_matrix`,
   :func:`fourier_diagonalize`, :func:`circulant_spectrum`).
 * **random circulant features** -- the paper's "no learning needed" control (:func:`random_circulant_features`).
+* **addition through a template** (Kunin et al., arXiv 2506.06489) -- a template x in R^p with chosen Fourier
+  magnitudes, the pair (a, b) encoded by the cyclic shifts (rho^a x, rho^b x) and the target rho^{a+b} x
+  (:func:`template_addition`), and the per-frequency residual energy of a prediction (:func:`fourier_residuals`).
 
 The paper's network (:func:`rfm.nets.mlp.quadratic_net`) and the progress recorders of a network's training and of
 an RFM's iterations (:mod:`rfm.nets.callbacks`) live with the networks.
@@ -27,6 +30,7 @@ an RFM's iterations (:mod:`rfm.nets.callbacks`) live with the networks.
 from __future__ import annotations
 
 import importlib
+import math
 import numbers
 import warnings
 from dataclasses import dataclass
@@ -34,7 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .._checks import check_number, resolve_dtype
+from .._checks import check_matrix, check_number, resolve_dtype
 from ..metrics import matrix_correlation
 from ..utils import make_generator, psd_power
 
@@ -484,6 +488,53 @@ def random_circulant_features(p: int, operation: str = "add", *, generator=0, dt
     A = torch.cat([torch.cat([P, C], 1), torch.cat([C.T, P], 1)], 0)
     return psd_power(A, 0.5)
 
+
+def template_addition(p: int, magnitudes, *, generator=0, dtype="float64") -> dict:
+    """Modular addition encoded through a template: x in R^p with ``|x_hat[k]| = magnitudes[k-1]`` for
+    k = 1..len(magnitudes) (<= (p-1)/2), zero elsewhere and at k = 0, random phases, scaled to ||x||^2 = p. The
+    pair (a, b) is the input (rho^a x, rho^b x) in R^{2p}, the target rho^{a+b} x in R^p, with
+    (rho^a x)[j] = x[(j - a) mod p]. All p^2 pairs (``rfm.data.modular.all_pairs``). Returns {"X", "Y", "x",
+    "pairs", "magnitudes"} (magnitudes after scaling, per frequency 1..(p-1)/2)."""
+    p = check_prime(p)
+    m = torch.as_tensor(magnitudes, dtype=torch.float64).reshape(-1)
+    half = (p - 1) // 2
+    if m.numel() < 1 or m.numel() > half:
+        raise ValueError(f"magnitudes must have between 1 and (p-1)/2 = {half} values (frequencies 1, 2, ...), got "
+                         f"{m.numel()}")
+    if bool((m < 0).any()) or float(m.max()) <= 0:
+        raise ValueError("magnitudes must be non-negative and not all zero")
+    dtype = resolve_dtype(dtype)
+    g = _check_seed(generator)
+    phases = 2 * math.pi * torch.rand(m.numel(), generator=g, dtype=torch.float64)
+    xhat = torch.zeros(p, dtype=torch.complex128)
+    xhat[1:m.numel() + 1] = torch.polar(m, phases)
+    xhat[p - m.numel():] = torch.polar(m, -phases).flip(0)
+    x = torch.fft.ifft(xhat, norm="ortho").real
+    x = x * math.sqrt(p) / x.norm()
+    pairs = all_pairs(p, "add")
+    j = torch.arange(p)
+    shift = lambda a: x[(j[None, :] - a[:, None]) % p]  # noqa: E731
+    X = torch.cat([shift(pairs[:, 0]), shift(pairs[:, 1])], 1).to(dtype)
+    Y = shift((pairs[:, 0] + pairs[:, 1]) % p).to(dtype)
+    mags = torch.fft.fft(x, norm="ortho").abs()[1:half + 1]
+    return {"X": X, "Y": Y, "x": x.to(dtype), "pairs": pairs, "magnitudes": mags}
+
+
+def fourier_residuals(Y, F) -> torch.Tensor:
+    """The residual energy of a prediction F of targets Y (both (n, p), rows indexed by output position) at each
+    frequency k = 1..(p-1)/2 of the output axis, as a fraction of Y's energy there (frequencies k and -k
+    together). A frequency absent from Y gives NaN."""
+    Y = check_matrix(Y, "Y", dtype=torch.float64)
+    F = check_matrix(F, "F", dtype=torch.float64)
+    if Y.shape != F.shape:
+        raise ValueError(f"Y and F must have the same shape, got {tuple(Y.shape)} and {tuple(F.shape)}")
+    p = Y.shape[1]
+    half = (p - 1) // 2
+    R = torch.fft.fft(Y - F, dim=1).abs().square().sum(0)
+    T = torch.fft.fft(Y, dim=1).abs().square().sum(0)
+    k = torch.arange(1, half + 1)
+    num, den = R[k] + R[p - k], T[k] + T[p - k]
+    return torch.where(den > 1e-12 * float(T.sum()), num / den.clamp_min(1e-300), torch.full_like(num, math.nan))
 
 #: Names that moved to rfm.nets in 0.2 (a data module holds no network, training callback or curve measure): old -> new module.
 MOVED = {"quadratic_net": "rfm.nets.mlp", "NetworkProgress": "rfm.nets.callbacks", "GrokkingProgress": "rfm.nets.callbacks",

@@ -8,18 +8,23 @@ implementation of each measure; the chapters and the modules of :mod:`rfm.nets` 
   each column's target;
 * :func:`plateau_fraction` -- the share of a loss curve before the loss first falls below (1 - tol) times its
   initial value; :func:`plateau_levels` -- the levels a loss rests at;
-* :func:`loss_drops` / :func:`count_drops` -- the distinct drops of a loss curve.
+* :func:`loss_drops` / :func:`count_drops` -- the distinct drops of a loss curve;
+* :func:`logistic_mode` and :func:`logistic_onset` -- the closed form of one mode learned from a small
+  initialisation, the solution of dx/dt = r x (1 - x / x_inf), and the time it reaches a fraction of x_inf.
 
 The log-log slope of a curve is :func:`rfm.models.transfer.fit_scaling_law` (``.slope``).
 """
 from __future__ import annotations
+
+import math
 
 import numpy as np
 import torch
 
 from .._checks import check_number
 
-__all__ = ["count_drops", "first_reaching", "loss_drops", "mode_onsets", "plateau_fraction", "plateau_levels"]
+__all__ = ["count_drops", "first_reaching", "logistic_mode", "logistic_onset", "loss_drops", "mode_onsets",
+           "plateau_fraction", "plateau_levels"]
 
 
 def _series(values, name: str) -> np.ndarray:
@@ -210,3 +215,22 @@ def count_drops(loss, *, rel_drop: float = 0.1, window: float = 0.05) -> int:
         The number of drops.
     """
     return len(loss_drops(loss, rel_drop=rel_drop, window=window))
+
+
+def logistic_mode(t, rate: float, x0: float, x_inf: float):
+    """x(t) = x_inf / (1 + (x_inf / x0 - 1) exp(-rate t)), the solution of dx/dt = rate x (1 - x / x_inf) with
+    x(0) = x0: one mode of a small-initialisation factorisation (x = its squared singular value)."""
+    check_number("rate", rate, low=0, low_inclusive=False)
+    check_number("x0", x0, low=0, low_inclusive=False)
+    check_number("x_inf", x_inf, low=0, low_inclusive=False)
+    t = torch.as_tensor(t, dtype=torch.float64)
+    return x_inf / (1 + (x_inf / x0 - 1) * torch.exp(-rate * t))
+
+
+def logistic_onset(rate: float, x0: float, x_inf: float, fraction: float = 0.5) -> float:
+    """The time at which :func:`logistic_mode` reaches ``fraction * x_inf``: log((x_inf/x0 - 1) f / (1 - f)) / rate."""
+    check_number("rate", rate, low=0, low_inclusive=False)
+    check_number("x0", x0, low=0, low_inclusive=False)
+    check_number("x_inf", x_inf, low=0, low_inclusive=False)
+    check_number("fraction", fraction, low=0, low_inclusive=False, high=1, high_inclusive=False)
+    return math.log((x_inf / x0 - 1) * fraction / (1 - fraction)) / rate
