@@ -536,7 +536,7 @@ def fourier_residuals(Y, F) -> torch.Tensor:
     num, den = R[k] + R[p - k], T[k] + T[p - k]
     return torch.where(den > 1e-12 * float(T.sum()), num / den.clamp_min(1e-300), torch.full_like(num, math.nan))
 
-#: Names that moved to rfm.nets in 0.2 (a data module holds no network, training callback or curve measure): old -> new module.
+# Names that moved to rfm.nets in 0.2 (a data module holds no network, training callback or curve measure): old -> new module.
 MOVED = {"quadratic_net": "rfm.nets.mlp", "NetworkProgress": "rfm.nets.callbacks", "GrokkingProgress": "rfm.nets.callbacks",
          "first_reaching": "rfm.nets.curves"}
 

@@ -402,7 +402,7 @@ def _complete(Y, mask, *, iters, metric, ridge, replace, holdout, patience, tol,
             "time": times, "metric_time": mtimes, "P": _out(P, numpy_out)}
 
 
-#: The deep linear network baselines moved to rfm.nets.linear in 0.2 (old name -> new module).
+# The deep linear network baselines moved to rfm.nets.linear in 0.2 (old name -> new module).
 MOVED = {"deep_linear_completion": "rfm.nets.linear", "diagonal_network_regression": "rfm.nets.linear"}
 
 

@@ -5,7 +5,7 @@
 * :class:`GrokkingProgress` -- for :class:`rfm.RFMClassifier` (or :class:`rfm.RFMRegressor`) on modular
   arithmetic: the test measures and the circulant deviation of every M.
 
-Both keep their records in ``records`` (a list of dicts) and read one column with :meth:`column`. The measures are
+Both keep their records in ``records`` (a list of dicts) and read one column with ``column(key)``. The measures are
 those of :mod:`rfm.data.modular`; the network of the grokking paper is :func:`rfm.nets.mlp.quadratic_net`.
 """
 from __future__ import annotations
