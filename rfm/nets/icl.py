@@ -288,14 +288,41 @@ def train_online(model: nn.Module, sample, *, steps: int, batch_size: int = 64, 
                  eval_prompts: Prompts | None = None, eval_every: int | None = None) -> list[dict]:
     """Train ``model`` (prompts -> (B,) predictions) in place on fresh prompts at every step; return its history.
 
-    ``sample(batch_size, generator)`` draws a :class:`Prompts` batch, e.g.
-    ``lambda b, g: tasks.sample(b, n, g)``, from the one generator seeded by ``generator`` (so a seed fixes the
-    whole stream of prompts). The loss is the mean squared error at the query; ``optimizer`` "adam" or "sgd" with
-    learning rate ``lr``, kept constant (``schedule="constant"``) or decayed to 0 along a half cosine
-    (``"cosine"``: lr (1 + cos(pi t / steps)) / 2 at step t + 1, which lowers the noise of the last iterate). Every ``eval_every`` steps (and at the last) a record {"step", "train_loss" (mean over
-    the steps since the last record), "eval_mse" (on ``eval_prompts``, if given)} is stored. ``threads`` torch CPU
-    threads during training (1 by default: small models are fastest on one thread). A non-finite loss raises
-    ``FloatingPointError``."""
+    Each step draws a batch ``sample(batch_size, generator)`` from the one generator seeded by ``generator`` (so a
+    seed fixes the whole stream of prompts) and is one step of :func:`rfm.nets.training.fit` on the mean squared
+    error at the query. Every ``eval_every`` steps (and at the last) a record {"step", "train_loss" (mean over the
+    steps since the last record), "eval_mse" (on ``eval_prompts``, if given)} is stored. A non-finite loss raises
+    ``FloatingPointError``.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        Maps a :class:`~rfm.data.icl.Prompts` batch to (B,) predictions; trained in place.
+    sample : callable
+        ``sample(batch_size, generator) -> Prompts``, e.g. ``tasks.sampler(n)``.
+    steps, batch_size : int
+        The number of steps and of prompts per step.
+    lr : float
+        The learning rate.
+    optimizer : {"adam", "sgd"}
+        The optimizer.
+    schedule : {"constant", "cosine"}
+        The learning rate kept constant, or decayed to 0 along a half cosine, lr (1 + cos(pi t / steps)) / 2 at
+        step t + 1 (which lowers the noise of the last iterate).
+    generator : int or torch.Generator
+        Seed or generator of the prompts.
+    threads : int, optional
+        torch CPU threads during training (1 by default: small models are fastest on one thread).
+    eval_prompts : Prompts, optional
+        A fixed batch to measure at the records.
+    eval_every : int, optional
+        Record every this many steps (default: only at the end).
+
+    Returns
+    -------
+    list of dict
+        The records.
+    """
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module taking Prompts, got {type(model).__name__}")
     if not callable(sample):

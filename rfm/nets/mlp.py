@@ -403,22 +403,56 @@ def train(model: nn.Module, X, y, *, loss: str = "mse", optimizer="sgd", lr: flo
           epochs: int = 100, batch_size: int | None = None, momentum: float = 0.0, weight_decay: float = 0.0,
           X_val=None, y_val=None, metric=None, eval_every: int = 1, callback=None, generator=0,
           threads: int | None = None, progress: bool = False, record_initial: bool = False) -> list[dict]:
-    """Train ``model`` in place and return its history, one record per evaluated epoch.
+    """Train ``model`` in place on (X, y) by epochs of mini-batches and return its history, one record per
+    evaluated epoch.
 
-    ``loss`` "mse" (targets (n,) or (n, c), e.g. one-hot; mean over samples and outputs) or "ce" (integer labels);
-    ``optimizer`` "sgd" (with ``momentum``), "adam", or a ``torch.optim.Optimizer`` already built on the model's
-    parameters (then ``lr``, ``momentum`` and ``weight_decay`` are its own); ``batch_size`` None means full-batch
-    gradient descent, else
-    mini-batches of a fresh permutation each epoch, drawn from ``generator`` (a seed or ``torch.Generator``).
-    Every ``eval_every`` epochs (and at the last) a record {"epoch", "train_loss", "val_loss", "val_metric"} is
-    stored, where train_loss is the mean batch loss over the epoch and ``metric(outputs, y_val)`` is optional.
-    ``callback(model, record)`` runs after each record and may return True to stop. ``threads`` sets torch's CPU
-    threads for the duration of training and restores them after: small networks train fastest on one thread (on
-    a busy 2-core machine one Adam step of a 50-256-1 network took 1 ms on one thread and 9 ms on two). With
-    ``record_initial`` a record for epoch 0 (the initial loss on all of X) comes first. Quiet unless ``progress``.
+    Each mini-batch is one step of the package's one training loop, :func:`rfm.nets.training.fit`. Every
+    ``eval_every`` epochs (and at the last) a record {"epoch", "train_loss", "val_loss", "val_metric"} is stored,
+    where train_loss is the mean batch loss over the epoch (weighted by batch size) and the validation entries are
+    there when ``X_val``, ``y_val`` (and ``metric``) are given. The inputs are checked before training (finite,
+    matching lengths, outputs that fit the targets); a loss that becomes NaN or infinite raises
+    ``FloatingPointError`` naming the epoch, before the step that would write it into the weights.
 
-    The inputs are checked before training (finite, matching lengths, outputs that fit the targets); a loss that
-    becomes NaN or infinite during training raises ``FloatingPointError`` naming the epoch."""
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The network (e.g. :class:`MLP`), trained in place.
+    X, y : array-like
+        Inputs (n, d) and targets: (n,) or (n, c) for ``loss="mse"``, integer labels (n,) for ``"ce"``.
+    loss : {"mse", "ce"}
+        Mean squared error over samples and outputs, or cross-entropy.
+    optimizer : {"sgd", "adam"} or torch.optim.Optimizer
+        A name (then ``lr``, ``momentum``, ``weight_decay`` build it) or an optimizer already built on the model's
+        parameters.
+    lr, momentum, weight_decay : float
+        The named optimizer's settings (momentum for SGD only).
+    epochs : int
+        Passes over the data.
+    batch_size : int, optional
+        None: full-batch gradient descent; else mini-batches of a fresh permutation each epoch.
+    X_val, y_val : array-like, optional
+        Validation data, given together; only measured.
+    metric : callable, optional
+        ``metric(outputs, y_val) -> float``, recorded as "val_metric".
+    eval_every : int
+        Record every this many epochs (and at the last).
+    callback : callable, optional
+        ``callback(model, record)`` after each record; True stops training.
+    generator : int or torch.Generator
+        Seed or CPU generator of the mini-batch permutations.
+    threads : int, optional
+        torch CPU threads during training (restored after): small networks train fastest on one thread (on a
+        busy 2-core machine one Adam step of a 50-256-1 network took 1 ms on one thread and 9 ms on two).
+    progress : bool
+        Show a progress bar over the epochs.
+    record_initial : bool
+        First store a record for epoch 0, the initial loss on all of X.
+
+    Returns
+    -------
+    list of dict
+        The records.
+    """
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module (e.g. rfm.nets.MLP), got {type(model).__name__}")
     params = [q for q in model.parameters() if q.requires_grad]
