@@ -21,9 +21,9 @@
 * :mod:`rfm.nets.two_layer` -- the functional two-layer ReLU network (and its linearisation and NQM) in closed form:
   outputs, gradients, NTK, GD, SGD, AGOP
 * :mod:`rfm.nets.catapults` -- catapults in GD: multi-stage gradient descent above the stability edge
-* :mod:`rfm.nets.stepwise` -- learning one feature at a time: mode onsets and loss drops, the logistic closed form
-  of one mode, quadratic word embeddings, linearised Barlow Twins, the saddle-escape direction, modular addition
-  through a template of chosen Fourier magnitudes
+* :mod:`rfm.nets.stepwise` -- learning one feature at a time, gathering :mod:`rfm.nets.qwem` (quadratic word
+  embeddings), :mod:`rfm.nets.barlow_twins` (linearised Barlow Twins), :mod:`rfm.nets.saddle` (the saddle-escape
+  direction) and the modular addition through a template of chosen Fourier magnitudes of :mod:`rfm.data.modular`
 * :mod:`rfm.nets.parametrisation` -- SP, NTP, muP and spectral parametrisations (initialisation and per-layer
   learning rates), the output scale gamma, spectral norms, stable ranks and relative feature change
 * :mod:`rfm.nets.callbacks` -- progress recorders for training on modular arithmetic (a network's epochs, an
@@ -41,11 +41,12 @@ from . import dynamics  # noqa: E402
 from . import stepwise  # noqa: E402
 from . import parametrisation  # noqa: E402
 from . import fact  # noqa: E402
-from . import callbacks, catapults, curves, linear, tangent_kernel, training, two_layer  # noqa: E402
+from . import (barlow_twins, callbacks, catapults, curves, linear, qwem, saddle, tangent_kernel,  # noqa: E402
+               training, two_layer)
 from .baselines import (column_norm_matched_weights, matched_network, matched_nfa,  # noqa: E402
                         spectrum_matched_weights)
 
-__all__ = ["ACTIVATIONS", "INITS", "LOSSES", "MLP", "OPTIMIZERS", "alignment", "baselines", "callbacks", "catapults", "classifier", "curves", "dynamics", "fact",
+__all__ = ["ACTIVATIONS", "INITS", "LOSSES", "MLP", "OPTIMIZERS", "alignment", "barlow_twins", "baselines", "callbacks", "catapults", "classifier", "curves", "dynamics", "fact",
            "column_norm_matched_weights", "fit", "format_nfa_table", "layer_agop", "linear", "matched_network", "matched_nfa",
-           "nfa_table", "nfm", "num_threads", "optim", "parametrisation", "quadratic_net", "spectrum_matched_weights", "stepwise",
+           "nfa_table", "nfm", "num_threads", "optim", "parametrisation", "quadratic_net", "qwem", "saddle", "spectrum_matched_weights", "stepwise",
            "tangent_kernel", "train", "training", "two_layer"]
