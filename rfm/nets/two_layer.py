@@ -45,7 +45,22 @@ KINDS = ("network", "linear", "quadratic")
 
 def two_layer_init(d: int, m: int, generator=0, dtype="float64"):
     """Initial parameters (U_0, v_0) of the two-layer network: U_0 (m, d) with N(0, 1) entries, v_0 (m,) uniform on
-    {-1, 1} (the initialisation of Zhu et al., section 3)."""
+    {-1, 1} (the initialisation of Zhu et al., section 3).
+
+    Parameters
+    ----------
+    d, m : int
+        Input dimension and width.
+    generator : int or torch.Generator
+        Seed or generator of the draws.
+    dtype : str or torch.dtype
+        "float32" or "float64".
+
+    Returns
+    -------
+    (torch.Tensor, torch.Tensor)
+        U_0 and v_0.
+    """
     check_number("d", d, low=1, integer=True)
     check_number("m", m, low=1, integer=True)
     g = make_generator(generator)
@@ -136,14 +151,44 @@ def features(kind, U, v, U0, v0, X, initial=None):
 
 def two_layer_outputs(kind: str, U, v, U0, v0, X) -> torch.Tensor:
     """Outputs (n,) at the rows of X of the network (``kind="network"``), its linearisation ("linear") or its NQM
-    ("quadratic") around (U0, v0), at parameters (U, v)."""
+    ("quadratic") around (U0, v0), at parameters (U, v).
+
+    Parameters
+    ----------
+    kind : {"network", "linear", "quadratic"}
+        The model.
+    U, v, U0, v0 : torch.Tensor
+        The parameters (m, d), (m,) and the initial ones the linearisation and the NQM expand around.
+    X : array-like
+        (n, d) inputs.
+
+    Returns
+    -------
+    torch.Tensor
+        (n,) outputs.
+    """
     _check_kind(kind)
     X = check_two_layer(U, v, U0, v0, X)
     return features(kind, U, v, U0, v0, X)[0]
 
 
 def two_layer_gradients(kind: str, U, v, U0, v0, X, y):
-    """(loss, grad_U, grad_v) of L = (1/2n) sum_i (f(x_i) - y_i)^2 for the model ``kind``, in closed form."""
+    """(loss, grad_U, grad_v) of L = (1/2n) sum_i (f(x_i) - y_i)^2 for the model ``kind``, in closed form.
+
+    Parameters
+    ----------
+    kind : {"network", "linear", "quadratic"}
+        The model.
+    U, v, U0, v0 : torch.Tensor
+        The parameters (m, d), (m,) and the initial ones the linearisation and the NQM expand around.
+    X, y : array-like
+        (n, d) inputs and (n,) targets.
+
+    Returns
+    -------
+    (float, torch.Tensor, torch.Tensor)
+        The loss and its gradients with respect to U and v.
+    """
     _check_kind(kind)
     X = check_two_layer(U, v, U0, v0, X)
     y = torch.as_tensor(y, dtype=X.dtype, device=X.device).reshape(-1)
@@ -157,7 +202,22 @@ def two_layer_gradients(kind: str, U, v, U0, v0, X, y):
 
 def two_layer_ntk(kind: str, U, v, U0, v0, X) -> torch.Tensor:
     """The tangent kernel K = J J^T (n, n) of the model ``kind`` at (U, v), in closed form:
-    K = (F F^T + (C C^T) * (X X^T) / d) / m with F = sqrt(m) df/dv and df/du_i = C_i x / sqrt(md)."""
+    K = (F F^T + (C C^T) * (X X^T) / d) / m with F = sqrt(m) df/dv and df/du_i = C_i x / sqrt(md).
+
+    Parameters
+    ----------
+    kind : {"network", "linear", "quadratic"}
+        The model.
+    U, v, U0, v0 : torch.Tensor
+        The parameters (m, d), (m,) and the initial ones the linearisation and the NQM expand around.
+    X : array-like
+        (n, d) inputs.
+
+    Returns
+    -------
+    torch.Tensor
+        (n, n) kernel matrix.
+    """
     _check_kind(kind)
     X = check_two_layer(U, v, U0, v0, X)
     m, d = U.shape
@@ -204,7 +264,32 @@ def two_layer_gd(kind: str, X, y, U0, v0, *, lr: float, steps: int, X_test=None,
     when the run diverged), ``diverged`` (the loss exceeded ``blowup`` times its initial value or became non-finite;
     the run stops there), ``sharpness`` [(step, lambda_max(K)/n)] every ``kernel_every`` steps and at the end
     (0: only at the start and the end), ``test`` [(step, test loss)] every ``test_every`` steps and at the end when
-    test data are given (test loss (1/2n) sum (f - y)^2 like the training loss), and the final ``U``, ``v``."""
+    test data are given (test loss (1/2n) sum (f - y)^2 like the training loss), and the final ``U``, ``v``.
+
+    Parameters
+    ----------
+    kind : {"network", "linear", "quadratic"}
+        The model.
+    X, y : array-like
+        Training inputs (n, d) and targets (n,).
+    U0, v0 : torch.Tensor
+        The start (and the point the linearisation and the NQM expand around).
+    lr : float
+        The learning rate.
+    steps : int
+        The number of steps.
+    X_test, y_test : array-like, optional
+        Test data, measured every ``test_every`` steps.
+    kernel_every, test_every : int
+        How often the sharpness and the test loss are measured.
+    blowup : float
+        The divergence threshold, relative to the initial loss.
+
+    Returns
+    -------
+    dict
+        ``loss``, ``diverged``, ``sharpness``, ``test``, ``U``, ``v`` as above.
+    """
     _check_kind(kind)
     check_number("lr", lr, low=0, low_inclusive=False)
     check_number("steps", steps, low=0, integer=True)
@@ -279,7 +364,32 @@ def two_layer_sgd(X, y, U0, v0, *, lr: float, batch_size: int, epochs: int, gene
     (the full-batch training loss before each step and after the last), ``steps``, ``diverged`` (the full-batch
     loss passed ``blowup`` times its initial value or became non-finite; the run stops there), ``test`` (the
     final test loss, None without test data or after divergence) and the final ``U``, ``v``. ``max_steps`` stops the
-    run after that many steps, with the batches of the whole run (to replay a run up to a step of interest)."""
+    run after that many steps, with the batches of the whole run (to replay a run up to a step of interest).
+
+    Parameters
+    ----------
+    X, y : array-like
+        Training inputs (n, d) and targets (n,).
+    U0, v0 : torch.Tensor
+        The start.
+    lr : float
+        The learning rate.
+    batch_size, epochs : int
+        Batch size (<= n) and number of epochs.
+    generator : int or torch.Generator
+        Seed or generator of the permutations.
+    X_test, y_test : array-like, optional
+        Test data, measured at the end.
+    blowup : float
+        The divergence threshold, relative to the initial loss.
+    max_steps : int, optional
+        Stop after this many steps.
+
+    Returns
+    -------
+    dict
+        ``loss``, ``steps``, ``diverged``, ``test``, ``U``, ``v`` as above.
+    """
     check_number("lr", lr, low=0, low_inclusive=False)
     check_number("epochs", epochs, low=1, integer=True)
     check_number("blowup", blowup, low=1, low_inclusive=False)
@@ -320,7 +430,20 @@ def two_layer_sgd(X, y, U0, v0, *, lr: float, batch_size: int, epochs: int, gene
 
 def two_layer_input_gradients(U, v, X) -> torch.Tensor:
     """The gradients grad_x f (n, d) of the two-layer network f(x) = v^T relu(U x / sqrt(d)) / sqrt(m) at the rows
-    of X, in closed form: U^T (v * relu'(U x / sqrt(d))) / sqrt(md)."""
+    of X, in closed form: U^T (v * relu'(U x / sqrt(d))) / sqrt(md).
+
+    Parameters
+    ----------
+    U, v : torch.Tensor
+        The parameters, (m, d) and (m,).
+    X : array-like
+        (n, d) inputs.
+
+    Returns
+    -------
+    torch.Tensor
+        (n, d) gradients.
+    """
     X = check_two_layer(U, v, U, v, X)
     m, d = U.shape
     D = (X @ U.T > 0).to(X.dtype)                      # relu'(u_i^T x / sqrt(d)), (n, m)
@@ -328,6 +451,19 @@ def two_layer_input_gradients(U, v, X) -> torch.Tensor:
 
 
 def two_layer_agop(U, v, X) -> torch.Tensor:
-    """The AGOP (1/n) sum_i grad_x f(x_i) grad_x f(x_i)^T (d, d) of the two-layer network at the rows of X."""
+    """The AGOP (1/n) sum_i grad_x f(x_i) grad_x f(x_i)^T (d, d) of the two-layer network at the rows of X.
+
+    Parameters
+    ----------
+    U, v : torch.Tensor
+        The parameters, (m, d) and (m,).
+    X : array-like
+        (n, d) inputs.
+
+    Returns
+    -------
+    torch.Tensor
+        (d, d) AGOP.
+    """
     G = two_layer_input_gradients(U, v, X)
     return G.T @ G / G.shape[0]
