@@ -5,7 +5,8 @@ layers (:func:`escape_objective`), by normalised ascent on each layer's sphere (
 point of the same spheres as the control (:func:`random_sphere_direction`) and per-layer spectra
 (:func:`layer_singular_values`).
 
-The ascent is a projected step on the spheres, not a loss minimised by :func:`rfm.nets.training.fit`.
+The ascent is a step of :class:`SphereAscent` on the spheres, taken by the one training loop
+:func:`rfm.nets.training.fit` (the objective is maximised: the optimizer climbs its gradient).
 """
 from __future__ import annotations
 
@@ -16,8 +17,54 @@ import torch
 from .._checks import check_matrix, check_number
 from ..utils import check_generator
 from .mlp import MLP
+from .training import fit
 
-__all__ = ["escape_direction", "escape_objective", "layer_singular_values", "random_sphere_direction"]
+__all__ = ["SphereAscent", "escape_direction", "escape_objective", "layer_singular_values", "random_sphere_direction"]
+
+
+class SphereAscent(torch.optim.Optimizer):
+    """Normalised gradient *ascent* on the unit sphere of each parameter: W <- (W + lr G / ||G||) / ||...||, with
+    G the gradient of the objective (a parameter whose gradient is 0 does not move).
+
+    Parameters
+    ----------
+    params : iterable of torch.Tensor
+        The parameters, each kept at unit Frobenius norm.
+    lr : float
+        The step along the normalised gradient.
+    """
+
+    def __init__(self, params, lr: float = 1.0):
+        check_number("lr", lr, low=0, low_inclusive=False)
+        super().__init__(params, dict(lr=lr))
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        """One ascent step on every parameter's sphere.
+
+        Parameters
+        ----------
+        closure : callable, optional
+            Re-evaluates the objective (as in torch's optimizers).
+
+        Returns
+        -------
+        torch.Tensor or None
+            The closure's value.
+        """
+        value = None
+        if closure is not None:
+            with torch.enable_grad():
+                value = closure()
+        for group in self.param_groups:
+            for W in group["params"]:
+                if W.grad is None:
+                    continue
+                gn = W.grad.norm()
+                if float(gn) > 0:
+                    W.add_(group["lr"] * W.grad / gn)
+                    W.div_(W.norm())
+        return value
 
 
 def _check_bias_free(model) -> MLP:
@@ -79,18 +126,9 @@ def escape_direction(model: MLP, X, Y, *, steps: int = 2000, lr: float = 1.0, re
             net = random_sphere_direction(net, g)
         _normalise_layers(net)
         hist = []
-        for _ in range(steps):
-            net.zero_grad()
-            obj = escape_objective(net, X, Y)
-            obj.backward()
-            hist.append(float(obj.detach()))
-            with torch.no_grad():
-                for lin in net.layers:
-                    G = lin.weight.grad
-                    gn = G.norm()
-                    if float(gn) > 0:
-                        lin.weight.add_(lr * G / gn)
-                        lin.weight.div_(lin.weight.norm())
+        ascent = SphereAscent([lin.weight for lin in net.layers], lr=lr)
+        fit(ascent, lambda t, net=net: escape_objective(net, X, Y), int(steps),
+            callback=lambda t, obj, hist=hist: hist.append(float(obj)), diverged=None)
         with torch.no_grad():
             hist.append(float(escape_objective(net, X, Y)))
         results.append(hist[-1])

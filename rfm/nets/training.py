@@ -12,11 +12,14 @@ Every network the package trains by a torch optimizer goes through :func:`fit`; 
 The drivers over it: :func:`rfm.nets.train` (epochs of mini-batches of (X, y), a record per epoch and a
 ``callback(model, record)``), :func:`rfm.nets.optim.train_full_batch` (steps of full-batch training with any
 optimizer), :func:`rfm.nets.icl.train_online` (fresh prompts at every step),
-:func:`rfm.nets.linear.deep_linear_completion` and :func:`rfm.nets.linear.diagonal_network_regression`.
+:func:`rfm.nets.linear.deep_linear_completion`, :func:`rfm.nets.linear.diagonal_network_regression` and
+:func:`rfm.nets.saddle.escape_direction` (ascent on the layers' spheres, :class:`rfm.nets.saddle.SphereAscent`).
 
-The loops with closed-form gradients (no autograd, no torch optimizer) are not written through it: the two-layer
-network of :mod:`rfm.nets.two_layer` and the matrix factorisations of :mod:`rfm.nets.stepwise` update their
-parameters by formulas whose floating-point operations a generic loop cannot reproduce.
+The loops with closed-form updates (no autograd) are not written through it: the two-layer network of
+:mod:`rfm.nets.two_layer` (GD and SGD by the formulas of its gradients, the catapult chapters' fast path) and the
+matrix factorisations of :mod:`rfm.nets.qwem` and :mod:`rfm.nets.barlow_twins` (W <- W - lr (W W^T - M) W and its
+Barlow Twins analogue) compute their updates by formulas; autograd would give the same numbers only up to
+round-off, not the same floating-point operations.
 """
 from __future__ import annotations
 
