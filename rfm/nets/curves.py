@@ -8,7 +8,8 @@ implementation of each measure; the chapters and the modules of :mod:`rfm.nets` 
   each column's target;
 * :func:`plateau_fraction` -- the share of a loss curve before the loss first falls below (1 - tol) times its
   initial value; :func:`plateau_levels` -- the levels a loss rests at;
-* :func:`loss_drops` / :func:`count_drops` -- the distinct drops of a loss curve;
+* :func:`loss_drops` / :func:`count_drops` -- the distinct drops of a loss curve; :func:`count_spikes` -- its
+  spikes (catapults);
 * :func:`logistic_mode` and :func:`logistic_onset` -- the closed form of one mode learned from a small
   initialisation, the solution of dx/dt = r x (1 - x / x_inf), and the time it reaches a fraction of x_inf.
 
@@ -23,7 +24,7 @@ import torch
 
 from .._checks import check_number
 
-__all__ = ["count_drops", "first_reaching", "logistic_mode", "logistic_onset", "loss_drops", "mode_onsets",
+__all__ = ["count_drops", "count_spikes", "first_reaching", "logistic_mode", "logistic_onset", "loss_drops", "mode_onsets",
            "plateau_fraction", "plateau_levels"]
 
 
@@ -234,3 +235,41 @@ def logistic_onset(rate: float, x0: float, x_inf: float, fraction: float = 0.5) 
     check_number("x_inf", x_inf, low=0, low_inclusive=False)
     check_number("fraction", fraction, low=0, low_inclusive=False, high=1, high_inclusive=False)
     return math.log((x_inf / x0 - 1) * fraction / (1 - fraction)) / rate
+
+
+def count_spikes(losses, factor: float = 2.0) -> int:
+    """The number of loss spikes in a sequence of training losses, by a fixed rule.
+
+    A spike starts at step t when the loss exceeds ``factor`` times the lowest loss seen before t, and ends at the
+    first later step where the loss is back below ``factor`` times that lowest loss (the running minimum is frozen
+    during the spike). A run that diverges (the loss grows and never returns, or becomes NaN or infinite) counts
+    as one spike. Monotone or slowly oscillating losses (within the factor) have none.
+
+    Parameters
+    ----------
+    losses : sequence of float
+        The training losses, in order.
+    factor : float
+        How far above the running minimum (> 1) a spike starts.
+
+    Returns
+    -------
+    int
+        The number of spikes.
+    """
+    check_number("factor", factor, low=1, low_inclusive=False)
+    values = [float(v) for v in torch.as_tensor(losses, dtype=torch.float64).reshape(-1).tolist()]
+    spikes, low, inside = 0, math.inf, False
+    for v in values:
+        if not math.isfinite(v):
+            return spikes + (0 if inside else 1)
+        if inside:
+            if v < factor * low:
+                inside = False
+                low = min(low, v)
+        elif v > factor * low:
+            spikes += 1
+            inside = True
+        else:
+            low = min(low, v)
+    return spikes

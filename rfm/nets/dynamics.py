@@ -15,7 +15,8 @@ built from forward-mode derivatives (``torch.func.jvp``: J Delta is one jvp, Del
 so they never form J or H. Both are ``nn.Module`` s whose parameters are w (starting at w_0): train them like the
 network (e.g. with :func:`rfm.nets.optim.train_full_batch`).
 
-**Spikes.** :func:`count_spikes` counts loss spikes by a fixed rule (see there), for catapults in GD and SGD.
+**Spikes.** :func:`rfm.nets.curves.count_spikes` counts loss spikes by a fixed rule (see there), for catapults in GD
+and SGD.
 
 The empirical NTK, the sharpness lambda = lambda_max(K) / n and the learning rates c 2 / lambda are in
 :mod:`rfm.nets.tangent_kernel`; the closed-form two-layer ReLU network of Zhu et al. (outputs, gradients, NTK, GD,
@@ -25,14 +26,14 @@ from here too, as before.
 from __future__ import annotations
 
 import copy
-import math
 
 import torch
 from torch import nn
 from torch.func import functional_call, jvp
 
-from .._checks import check_number
-# the empirical NTK and the two-layer fast path have their own modules; their names stay importable from here
+# the empirical NTK, the two-layer fast path and the spike counter have their own modules; their names stay
+# importable from here
+from .curves import count_spikes  # noqa: F401
 from .tangent_kernel import (check_module, empirical_ntk, lr_for_sharpness, parameter_jacobian,  # noqa: F401
                              residual_in_top_eigenspace, sharpness, top_ntk_eigen)
 from .two_layer import (KINDS, two_layer_gd, two_layer_gradients, two_layer_init, two_layer_ntk,  # noqa: F401
@@ -116,28 +117,3 @@ class QuadraticModel(_TaylorModel):
             f0 = f(w0)
         jd, hdd = jvp(directional, (w0,), (delta,))   # J(w_0) Delta and Delta^T H(w_0) Delta
         return f0 + jd + 0.5 * hdd
-
-
-def count_spikes(losses, factor: float = 2.0) -> int:
-    """The number of loss spikes in a sequence of training losses, by a fixed rule.
-
-    A spike starts at step t when the loss exceeds ``factor`` times the lowest loss seen before t, and ends at the
-    first later step where the loss is back below ``factor`` times that lowest loss (the running minimum is frozen
-    during the spike). A run that diverges (the loss grows and never returns, or becomes NaN or infinite) counts
-    as one spike. Monotone or slowly oscillating losses (within the factor) have none."""
-    check_number("factor", factor, low=1, low_inclusive=False)
-    values = [float(v) for v in torch.as_tensor(losses, dtype=torch.float64).reshape(-1).tolist()]
-    spikes, low, inside = 0, math.inf, False
-    for v in values:
-        if not math.isfinite(v):
-            return spikes + (0 if inside else 1)
-        if inside:
-            if v < factor * low:
-                inside = False
-                low = min(low, v)
-        elif v > factor * low:
-            spikes += 1
-            inside = True
-        else:
-            low = min(low, v)
-    return spikes

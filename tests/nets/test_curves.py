@@ -63,3 +63,11 @@ def test_drops_and_levels():
     assert len(drops) == 2 and all(abs(d["size"] - 1) < 1e-12 for d in drops)
     assert curves.plateau_levels(loss, [0, 1, 2, 3]) == [1, 2, 3]
     assert curves.count_drops(np.linspace(3, 0, 100), rel_drop=0.04, window=0.05) == 1
+
+
+def test_count_spikes_counts_excursions_above_twice_the_running_minimum():
+    from rfm.nets import dynamics
+    assert dynamics.count_spikes is curves.count_spikes
+    assert curves.count_spikes([4.0, 2.0, 1.0, 5.0, 0.9, 0.5, 3.0, 0.4]) == 2
+    assert curves.count_spikes([3.0, 2.0, 1.0]) == 0
+    assert curves.count_spikes([1.0, 0.5, float("inf")]) == 1        # divergence is one spike
