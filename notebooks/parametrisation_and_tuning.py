@@ -89,7 +89,6 @@ import torch
 import rfm
 import rfm.book
 from rfm.selection import tuning as T
-from rfm.models.transfer import fit_scaling_law
 from rfm.nets import parametrisation as PZ
 from rfm.nets.curves import first_reaching, plateau_fraction
 
@@ -426,7 +425,7 @@ for k in range(P.searches):
 def front_slope(r):
     f = T.pareto_front(np.log10(r["costs"]), r["values"])
     N = np.array([r["points"][i]["N"] for i in f])
-    return fit_scaling_law(r["costs"][f], N).slope if len(f) > 1 else float("nan")
+    return float(np.polyfit(np.log10(r["costs"][f]), np.log10(N), 1)[0]) if len(f) > 1 else float("nan")
 
 
 def hv_curve(r):
