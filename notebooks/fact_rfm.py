@@ -100,6 +100,8 @@ from rfm.data import modular as mod
 from rfm.data import tabular as tab
 from rfm.data.parity import parity_support, sparse_parity, support_recovered
 from rfm.nets import fact as nfact
+from rfm.nets.callbacks import GrokkingProgress
+from rfm.nets.curves import first_reaching
 
 start = time.perf_counter()
 P = rfm.book.settings(
@@ -269,7 +271,7 @@ print(f"M = F is a fixed point of both updates: largest deviation {fixed_point_g
 # inputs the concatenated one-hot codes, half of the pairs for training, $p$ = {glue:text}`grok_p` (the paper, per
 # the summary, uses $p = 61$ and 75 iterations: the full profile). Both machines use the Gaussian kernel with
 # bandwidth 2.5 and no ridge, as the grokking chapter; NFA-RFM uses the centred AGOP to the power 1/2. Iteration 0
-# is the plain Gaussian kernel machine (the control), and `rfm.data.modular.GrokkingProgress` records the test
+# is the plain Gaussian kernel machine (the control), and `rfm.nets.callbacks.GrokkingProgress` records the test
 # accuracy and the circulant deviation of the off-diagonal block of $M$ (the share of its centred energy outside
 # the circulant matrices; 0 for a block-circulant $M$).
 
@@ -281,7 +283,7 @@ grok_methods = {"NFA-RFM": dict(update="agop", agop_power=0.5, centre=True), "FA
 if P.profile == "full":
     grok_methods["FACT-RFM (geometric)"] = dict(update="fact_geometric")
 for name, kw in grok_methods.items():
-    prog = mod.GrokkingProgress(data)
+    prog = GrokkingProgress(data)
     rfm.RFMClassifier(kernel="gaussian", bandwidth=2.5, reg=0.0, normalize="max", dtype="float64",
                       iters=P.grok_iters, max_agop_points=None, device=dev, random_state=seed, callback=prog,
                       **kw).fit(data.X_train, data.y_train)
@@ -289,7 +291,7 @@ for name, kw in grok_methods.items():
     grok[name]["M"] = prog.records[-1]["M"]
 grok_seconds = time.perf_counter() - t_grok
 for name, r in grok.items():
-    first = mod.first_reaching(r["iteration"], r["test_acc"], 0.5)
+    first = first_reaching(r["iteration"], r["test_acc"], 0.5)
     print(f"{name:>22}: test accuracy {r['test_acc'][0]:.2f} (iteration 0) -> {r['test_acc'][-1]:.3f} "
           f"(iteration {r['iteration'][-1]}); first >= 0.5 at iteration {first}; train accuracy "
           f"{min(r['train_acc']):.2f} at worst; circulant deviation {r['circulant_deviation'][1]:.2f} (iteration 1) "
@@ -305,8 +307,8 @@ rfm.book.glue("grok_fact_final", fact_g["test_acc"][-1], "{:.3f}")
 rfm.book.glue("grok_it0", max(nfa_g["test_acc"][0], fact_g["test_acc"][0]), "{:.3f}")
 rfm.book.glue("grok_early_max", grok_early_max, "{:.3f}")
 rfm.book.glue("grok_early", EARLY)
-rfm.book.glue("grok_nfa_first", mod.first_reaching(nfa_g["iteration"], nfa_g["test_acc"], 0.5))
-rfm.book.glue("grok_fact_first", mod.first_reaching(fact_g["iteration"], fact_g["test_acc"], 0.5))
+rfm.book.glue("grok_nfa_first", first_reaching(nfa_g["iteration"], nfa_g["test_acc"], 0.5))
+rfm.book.glue("grok_fact_first", first_reaching(fact_g["iteration"], fact_g["test_acc"], 0.5))
 rfm.book.glue("grok_fact_dev1", fact_g["circulant_deviation"][1], "{:.2f}")
 rfm.book.glue("grok_fact_dev_end", fact_g["circulant_deviation"][-1], "{:.3f}")
 rfm.book.glue("grok_nfa_dev_end", nfa_g["circulant_deviation"][-1], "{:.3f}")

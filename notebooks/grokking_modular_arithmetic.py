@@ -79,6 +79,8 @@ import rfm
 import rfm.book
 from rfm import nets
 from rfm.data import modular as mod
+from rfm.nets.callbacks import GrokkingProgress, NetworkProgress
+from rfm.nets.curves import first_reaching
 
 start, start_cpu = time.perf_counter(), time.process_time()
 P = rfm.book.settings(
@@ -125,7 +127,7 @@ for (x, y), z in zip(data.pairs_train[:3].tolist(), data.y_train[:3].tolist()):
 # starts from $M_0 = I$, so iteration 0 is a plain Gaussian kernel machine: the fixed-kernel control of every claim
 # below.
 #
-# After every solve, a callback (`rfm.data.modular.GrokkingProgress`) evaluates the current predictor on the
+# After every solve, a callback (`rfm.nets.callbacks.GrokkingProgress`) evaluates the current predictor on the
 # held-out pairs and on the training inputs, and computes the progress measures of the $M$ that was used. The test
 # set is never given to `fit`: it selects nothing, it is only recorded. The same run is repeated for $\times$ and
 # $\div$ (and, in the full profile, $-$ and two more seeds).
@@ -142,7 +144,7 @@ def rfm_run(op, s, fraction=None):
     d = data if (op, s, fraction) == ("add", seed, None) else \
         mod.modular_arithmetic(P.p, op, fraction or P.train_fraction, generator=s)
     t0 = time.perf_counter()
-    prog = mod.GrokkingProgress(d)
+    prog = GrokkingProgress(d)
     model_ = fit_rfm(d, P.iters, callback=prog)
     return dict(progress=prog, seconds=time.perf_counter() - t0, model=model_)
 
@@ -481,8 +483,8 @@ rfm.book.glue("wrong_max", max(r["wrong order"] for r in ablation.values()), "{:
 # 1,024 (the width we were told the paper's appendix uses; we could not read the appendix offline) for all 1000
 # epochs, for each operation. Its *neural feature matrix* $W_1^\top W_1$ plays the role of $M$.
 #
-# In the package the network is an `rfm.nets.MLP` (`mod.quadratic_net`), trained by the package's one training
-# loop `rfm.nets.train` with a `torch.optim.AdamW`; `mod.NetworkProgress` records the accuracies, the losses, the
+# In the package the network is an `rfm.nets.MLP` (`nets.quadratic_net`), trained by the package's one training
+# loop `rfm.nets.train` with a `torch.optim.AdamW`; `NetworkProgress` records the accuracies, the losses, the
 # NFM and the network's AGOP (with respect to its input, at the training pairs) along the way.
 #
 # One difference is worth knowing. The network combines the digits *inside* one input: with $W_1 u = a_x + b_y$,
@@ -510,8 +512,8 @@ for op in P.net_operations:
     t0 = time.perf_counter()
     g = rfm.make_generator(seed)  # one stream: the initial weights, then the mini-batch order
     # f(u) = W2 (W1 u)^2, no biases, U[-1/sqrt(fan_in), 1/sqrt(fan_in)]: MLP(2p, [width], p, "quadratic", "uniform")
-    net = mod.quadratic_net(P.p, P.net_width, generator=g, device=dev)
-    progress_net = mod.NetworkProgress(d_net, nfm_every=P.nfm_every, agop=True)
+    net = nets.quadratic_net(P.p, P.net_width, generator=g, device=dev)
+    progress_net = NetworkProgress(d_net, nfm_every=P.nfm_every, agop=True)
     opt = torch.optim.AdamW(net.parameters(), lr=P.net_lr, betas=(0.9, 0.98), weight_decay=P.net_weight_decay)
     # the matrices are tiny: on a busy 2-core CPU one thread was several times faster than two
     nets.train(net, d_net.X_train, d_net.Y_train, loss="mse", optimizer=opt, epochs=P.net_epochs,
@@ -536,9 +538,9 @@ for op in P.net_operations:
         agop_align=np.array([mod.agop_alignment(h["agop"], snaps[-1]["agop"]) for h in snaps]),
         nfa=np.array([a for a, _ in nfa]), nfa_off=np.array([b for _, b in nfa]),
         matched=np.array([a for a, _ in matched]), matched_off=np.array([b for _, b in matched]),
-        fit_epoch=mod.first_reaching(ep, [h["train_acc"] for h in hist], 1.0),
-        start_epoch=mod.first_reaching(ep, test_acc_n, 0.05),
-        gen_epoch=mod.first_reaching(ep, test_acc_n, 0.99))
+        fit_epoch=first_reaching(ep, [h["train_acc"] for h in hist], 1.0),
+        start_epoch=first_reaching(ep, test_acc_n, 0.05),
+        gen_epoch=first_reaching(ep, test_acc_n, 0.99))
     r_ = net_runs[op]
     print(f"x {mod.SYMBOLS[op]} y: {P.net_epochs} epochs in {r_['seconds']:.0f} s; train acc 1 at epoch "
           f"{r_['fit_epoch']}, test acc >= 0.99 at epoch {r_['gen_epoch']}; final test acc {hist[-1]['test_acc']:.3f}; "
@@ -552,7 +554,7 @@ hist, ep = N["hist"], N["ep"]
 generalised = N["gen_epoch"]
 test_mse_n = np.array([h["test_mse"] for h in hist])
 test_correct_n = np.array([h["test_correct_mse"] for h in hist])
-correct_moves = mod.first_reaching(ep, test_correct_n / test_correct_n[0], 0.95, below=True)
+correct_moves = first_reaching(ep, test_correct_n / test_correct_n[0], 0.95, below=True)
 mse_peak = int(ep[np.argmax(test_mse_n)])
 for name, v in (("net_fit_epoch", N["fit_epoch"]), ("net_start_epoch", N["start_epoch"]),
                 ("net_gen_epoch", generalised), ("net_correct_moves", correct_moves), ("net_mse_peak", mse_peak)):

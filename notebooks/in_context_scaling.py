@@ -76,6 +76,7 @@ from IPython.display import display
 
 import rfm
 import rfm.book
+from rfm.data.icl import LinearTasks, ReLUTeacherTasks, ridge_predict
 from rfm.nets import icl
 
 start = time.perf_counter()
@@ -98,7 +99,7 @@ print(f"profile={P.profile}, task={P.task}, d={P.d}, noise={P.noise}, n in {n_gr
 
 def make_tasks(T):
     """The task family with a pool of T tasks drawn from this run's seed (T None: fresh tasks)."""
-    Tasks = icl.LinearTasks if P.task == "linear" else icl.ReLUTeacherTasks
+    Tasks = LinearTasks if P.task == "linear" else ReLUTeacherTasks
     return Tasks(P.d, n_tasks=T, noise=P.noise, generator=seed)
 
 
@@ -115,10 +116,10 @@ tests = {n: make_tasks(None).sample(P.n_test, n, generator=10_000 + 100 * seed +
 # **Tasks.** Linear regression in the convention of {cite:t}`garg2022what`, which the reviews say the paper follows:
 # $y = \langle w, x \rangle + \varepsilon$ with $x \sim N(0, I_d)$, $w \sim N(0, I_d)$ and noise
 # $\varepsilon \sim N(0, 0.25^2)$ (the noise level is ours). Pre-training draws each prompt's task from a pool of
-# $T$ weight vectors fixed once (`rfm.nets.icl.LinearTasks(d, n_tasks=T)`), or a fresh $w$ for every prompt ($T = \infty$).
+# $T$ weight vectors fixed once (`rfm.data.icl.LinearTasks(d, n_tasks=T)`), or a fresh $w$ for every prompt ($T = \infty$).
 # The test prompts always carry **fresh** tasks, so a network that memorised its pool is caught. With the prior
 # $w \sim N(0, I_d)$, ridge regression on the prompt with ridge $= 0.25^2$ is the posterior mean, the
-# **Bayes-optimal** predictor (`rfm.nets.icl.ridge_predict`): no model can beat it in expectation.
+# **Bayes-optimal** predictor (`rfm.data.icl.ridge_predict`): no model can beat it in expectation.
 #
 # **The feature map.** SGPT's attention with identity key, query and value weights, read at the query token
 # $z_q = [x_q, 0]$ over the context tokens $z_j = [x_j, y_j]$, is
@@ -200,7 +201,7 @@ t0 = time.perf_counter()
 rows = []
 for n in n_grid:
     p = tests[n]
-    rows.append({"model": "ridge (Bayes)", "n": n, "mse": mse(icl.ridge_predict(p, P.noise ** 2), p)})
+    rows.append({"model": "ridge (Bayes)", "n": n, "mse": mse(ridge_predict(p, P.noise ** 2), p)})
     rows.append({"model": "ψ alone", "n": n, "mse": mse(icl.psi_linear(p), p)})
     rows.append({"model": "zero predictor", "n": n, "mse": float((p.y_query.double() ** 2).mean())})
     for k, name in enumerate(FEATURES):
@@ -468,7 +469,7 @@ full = rfm.book.glue_full_run("in_context_scaling")
 #   beats MLP(ψ), i.e. that the vectorised input adds what $\psi$ cannot give.
 # * **Not reproduced.** "SGPT matches GPT-2": our one-block SGPT is {glue:text}`sgpt_vs_tf` times worse than a
 #   two-block transformer (previous section); we do not know the paper's depth, width, normalisation details and
-#   training length for SGPT. The teacher–student task (`task="relu"`, `rfm.nets.icl.ReLUTeacherTasks`, a two-layer
+#   training length for SGPT. The teacher–student task (`task="relu"`, `rfm.data.icl.ReLUTeacherTasks`, a two-layer
 #   ReLU teacher of width 100, ours) runs through the same code, but it is not calibrated and ridge is then only a
 #   reference, not the Bayes-optimal predictor. In one such run at seed 0 (outside this page) the transformer and
 #   MLP([ψ, vec]) context- and task-scaled, but MLP(ψ) task-scaled as well and MLP(vec) lost less with $n$, so

@@ -74,6 +74,7 @@ from IPython.display import display
 import rfm
 import rfm.book
 from rfm.models import linear as L
+from rfm.nets.linear import deep_linear_completion, diagonal_network_regression
 from rfm.data import low_rank_completion, sparse_regression
 
 start = time.perf_counter()
@@ -186,7 +187,7 @@ for name, method in SPARSE_METHODS.items():
     sp_err[name], sp_seconds[name] = np.array(errs), secs
 min_norm = sp_err["lin-RFM, alpha = 1/4 (IRLS-1)"][:, 0]      # iteration 0: X^+ y
 sp_secs = sp_seconds["lin-RFM, alpha = 1/4 (IRLS-1)"]   # lin-RFM's own time, for the comparison with the network
-diag = [L.diagonal_network_regression(X.to(dev), y.to(dev), depth=2, init_scale=1e-3, lr=2e-2, steps=P.diag_steps,
+diag = [diagonal_network_regression(X.to(dev), y.to(dev), depth=2, init_scale=1e-3, lr=2e-2, steps=P.diag_steps,
                                       eval_every=max(1, P.diag_steps // 100), w_true=w.to(dev)) for X, y, w in sparse]
 diag_err = np.array([res["eval_error"][-1] for res in diag])
 diag_secs = np.array([res["time"][-1] for res in diag])
@@ -355,7 +356,7 @@ for Y, mask in completion:
     Y, mask = Y.to(dev), mask.to(dev)
     for name, method in MC_METHODS.items():
         mc[name].append(method(Y, mask))
-    mc["deep linear network"].append(L.deep_linear_completion(Y, mask, depth=3, init_scale=0.1, lr=1e-3,
+    mc["deep linear network"].append(deep_linear_completion(Y, mask, depth=3, init_scale=0.1, lr=1e-3,
                                                               steps=P.dln_steps, seed=problem_seed(0), Y_eval=Y,
                                                               threads=None))
 # what a user gets without the truth: stop on a held-out tenth of the *observed* entries
@@ -458,7 +459,7 @@ low_rank_cell = (min(P.mc_phase_ranks), 4.0)
 Y, mask = low_rank_completion(P.mc_phase_d, low_rank_cell[0],
                               int(round(4.0 * low_rank_cell[0] * (2 * P.mc_phase_d - low_rank_cell[0]))),
                               generator=problem_seed(300))
-dln_low = L.deep_linear_completion(Y.to(dev), mask.to(dev), depth=3, init_scale=0.1, lr=1e-3, steps=P.dln_steps,
+dln_low = deep_linear_completion(Y.to(dev), mask.to(dev), depth=3, init_scale=0.1, lr=1e-3, steps=P.dln_steps,
                                    seed=problem_seed(0), Y_eval=Y.to(dev))["eval_error"][-1]
 rfm_low = L.lin_rfm_completion(Y.to(dev), mask.to(dev), iters=P.mc_phase_iters, Y_eval=Y.to(dev))["eval_error"][-1]
 mcp["recovered"] = mcp["error"] < 1e-3

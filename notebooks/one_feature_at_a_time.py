@@ -80,10 +80,10 @@ import torch
 import rfm
 import rfm.book
 from rfm.data.datasets import load_digits_8x8, load_mnist_5k
-from rfm.data.modular import quadratic_net
 from rfm.metrics import subspace_overlap
-from rfm.nets import MLP
+from rfm.nets import MLP, quadratic_net
 from rfm.nets import stepwise as sw
+from rfm.nets.curves import mode_onsets, plateau_fraction
 from rfm.nets.optim import train_full_batch
 from rfm.utils import top_eigenvectors
 
@@ -115,7 +115,7 @@ torch.set_num_threads(1)   # tiny matrices: one thread is fastest, and the book'
 # chosen magnitudes $|\hat x_1| > |\hat x_2| > \dots$ (random phases), each residue $a$ is encoded by the cyclic
 # shift $\rho^a x$, and the network maps $(\rho^a x, \rho^b x)$ to $\rho^{a+b} x$ (all $p^2$ pairs). With one-hot
 # codes every $|\hat x_k|$ would be equal and no order could be seen. The network is the quadratic network of the
-# grokking chapter, $f(u) = W_2 (W_1 u)^{2}$ (`rfm.data.modular.quadratic_net`), trained by full-batch gradient
+# grokking chapter, $f(u) = W_2 (W_1 u)^{2}$ (`rfm.nets.quadratic_net`), trained by full-batch gradient
 # descent on the mean squared error, once from a small and once from a large initialisation (the control). We
 # follow the residual $Y - f(X)$ **per frequency** of the output: the fraction of the target's energy at frequency
 # $k$ that is still missing, and call the step at which it falls below one half the frequency's onset.
@@ -141,14 +141,14 @@ t0 = time.perf_counter()
 agf_steps_s, agf_loss_s, agf_res_s = train_template(P.agf_init, P.agf_steps)
 agf_steps_l, agf_loss_l, agf_res_l = train_template(P.agf_large_init, min(P.agf_large_steps, P.agf_steps))
 n_freq = len(P.magnitudes)
-on_s = sw.mode_onsets(agf_steps_s, agf_res_s[:, :n_freq], np.ones(n_freq), below=True)
-on_l = sw.mode_onsets(agf_steps_l, agf_res_l[:, :n_freq], np.ones(n_freq), below=True)
+on_s = mode_onsets(agf_steps_s, agf_res_s[:, :n_freq], np.ones(n_freq), below=True)
+on_l = mode_onsets(agf_steps_l, agf_res_l[:, :n_freq], np.ones(n_freq), below=True)
 learned = [k for k in range(n_freq) if on_s[k] is not None]
 first3 = on_s[:3]
 agf_order_ok = all(t is not None for t in first3) and first3[0] < first3[1] < first3[2]
 sep_s = (first3[2] - first3[0]) / P.agf_steps if agf_order_ok else 0.0
 sep_l = ((on_l[2] - on_l[0]) / P.agf_steps) if None not in on_l[:3] else 1.0
-plat_s, plat_l = sw.plateau_fraction(agf_loss_s), sw.plateau_fraction(agf_loss_l)
+plat_s, plat_l = plateau_fraction(agf_loss_s), plateau_fraction(agf_loss_l)
 print(f"small init: onsets (steps) per frequency {on_s}; plateau {plat_s:.3f} of the run "
       f"({time.perf_counter() - t0:.0f} s for both runs)")
 print(f"large init: onsets {on_l}; plateau {plat_l:.3f}")
@@ -276,7 +276,7 @@ lam_M = torch.linalg.eigvalsh(Mstar).flip(0)
 qw = sw.factorization_gd(Mstar, P.qwem_dim, init_scale=1e-6, lr=P.qwem_lr, steps=P.qwem_steps, record_every=1,
                          generator=seed)
 pred_q = sw.factorization_onsets(Mstar, qw["W0"], A, P.qwem_lr)
-meas_q = sw.mode_onsets(qw["steps"], qw["sq_sv"][:, :A], lam_M[:A])
+meas_q = mode_onsets(qw["steps"], qw["sq_sv"][:, :A], lam_M[:A])
 quads = sw.planted_analogies(corpus["signs"], 300, generator=seed)
 acc_steps = list(range(0, P.qwem_steps + 1, 5))
 W, accs = qw["W0"].clone(), []
@@ -369,7 +369,7 @@ bt_large = sw.linear_barlow_twins(views["X1"], views["X2"], P.bt_k, init_scale=1
                                   record_every=10, generator=seed)
 gam = torch.linalg.eigvalsh(bt["Gamma"]).flip(0)
 pred_b = sw.barlow_twins_onsets(bt["Gamma"], bt["W0"], P.bt_k, P.bt_lr)
-meas_b = sw.mode_onsets(bt["steps"], bt["eig_C"], np.ones(P.bt_k))
+meas_b = mode_onsets(bt["steps"], bt["eig_C"], np.ones(P.bt_k))
 bt_err = [abs(m - t) / t if m is not None else float("inf") for m, t in zip(meas_b, pred_b)]
 bt_order_ok = None not in meas_b and all(a < b for a, b in zip(meas_b, meas_b[1:]))
 lam_t = [float(g) * P.bt_lr * m for g, m in zip(gam, meas_b) if m is not None]

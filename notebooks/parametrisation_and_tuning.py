@@ -90,6 +90,7 @@ import rfm
 import rfm.book
 from rfm.selection import tuning as T
 from rfm.nets import parametrisation as PZ
+from rfm.nets.curves import first_reaching, plateau_fraction
 
 start = time.perf_counter()
 P = rfm.book.settings(
@@ -310,12 +311,11 @@ plt.show()
 
 # %%
 curves = {gm: sweep[gm]["curves"][int(np.argmin(sweep[gm]["final"]))] for gm in P.gammas}
-plateau = {gm: PZ.plateau_fraction(curves[gm]) for gm in P.gammas}
+plateau = {gm: plateau_fraction(curves[gm], tol=0.05) for gm in P.gammas}
 
 
 def half_time(c):
-    below = np.nonzero(c <= 0.5 * c[0])[0]
-    return int(below[0]) if len(below) else len(c)
+    return first_reaching(range(len(c)), c, 0.5 * c[0], below=True, default=len(c))
 
 
 for gm in P.gammas:

@@ -14,6 +14,10 @@ class DegenerateAGOPError(ValueError):
     """The AGOP is zero, so no feature matrix can be formed from it (a constant predictor, a single point, ...)."""
 
 
+#: The asymmetry |A - A^T| that :func:`check_square` tolerates as round-off, relative to max|A| (as
+#: FeatureMatrix.full).
+SYM_RTOL = 1e-4
+
 _FLOAT_DTYPES = {"float32": torch.float32, "float64": torch.float64, "float": torch.float32, "double": torch.float64}
 
 
@@ -46,9 +50,68 @@ def check_number(name: str, value, *, low=None, low_inclusive=True, high=None, h
 
 
 def check_choice(name: str, value, choices):
+    """Check that ``value`` is one of ``choices``; return it unchanged.
+
+    Parameters
+    ----------
+    name : str
+        The argument's name, for the error message.
+    value : object
+        The value to check.
+    choices : collection
+        The allowed values.
+
+    Returns
+    -------
+    object
+        ``value``.
+    """
     if value not in choices:
         raise ValueError(f"{name} must be one of {sorted(map(str, choices))}, got {value!r}")
     return value
+
+
+def check_choice_str(name: str, value, choices) -> str:
+    """Check that ``value`` is a string and one of ``choices``; return it unchanged.
+
+    Parameters
+    ----------
+    name : str
+        The argument's name, for the error message.
+    value : object
+        The value to check.
+    choices : collection of str
+        The allowed strings.
+
+    Returns
+    -------
+    str
+        ``value``.
+    """
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a string, one of {sorted(choices)}, got {value!r} of type "
+                        f"{type(value).__name__}")
+    return check_choice(name, value, choices)
+
+
+def check_bool(name: str, value) -> bool:
+    """Check that ``value`` is ``True`` or ``False`` (a NumPy bool too); return it as a Python bool.
+
+    Parameters
+    ----------
+    name : str
+        The argument's name, for the error message.
+    value : object
+        The value to check.
+
+    Returns
+    -------
+    bool
+        ``value`` as a Python bool.
+    """
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {value!r} of type {type(value).__name__}")
+    return bool(value)
 
 
 def _to_tensor(x, name: str) -> torch.Tensor:
@@ -124,3 +187,235 @@ def check_same_features(X: torch.Tensor, d: int, name: str = "X", owner: str = "
     """Raise if ``X`` does not have ``d`` columns (scikit-learn's wording)."""
     if X.shape[1] != d:
         raise ValueError(f"{name} has {X.shape[1]} features, but {owner} is expecting {d} features as input.")
+
+
+def check_square(A, name: str = "A", *, symmetric: bool = False) -> torch.Tensor:
+    """``A`` as a finite square floating tensor (integers become float64), on its device and with its graph.
+
+    Parameters
+    ----------
+    A : array-like or torch.Tensor
+        The matrix, shape (d, d) with d >= 1.
+    name : str
+        Its name, for the error messages.
+    symmetric : bool
+        If True, an asymmetry beyond round-off (:data:`SYM_RTOL` of max|A|) is an error.
+
+    Returns
+    -------
+    torch.Tensor
+        ``A`` as a floating tensor.
+    """
+    A = _to_tensor(A, name)
+    if A.ndim != 2 or A.shape[0] != A.shape[1]:
+        raise ValueError(f"{name} must be a square matrix (d, d), got shape {tuple(A.shape)}")
+    if A.shape[0] == 0:
+        raise ValueError(f"{name} is empty (shape {tuple(A.shape)}); pass a d x d matrix with d >= 1")
+    if not A.is_floating_point():
+        A = A.to(torch.float64)
+    if not bool(torch.isfinite(A).all()):
+        bad = int((~torch.isfinite(A)).sum())
+        raise ValueError(f"{name} contains {bad} NaN or infinite value(s); it was probably computed from "
+                         "diverged values (check the model or data that produced it)")
+    if symmetric:
+        scale = float(A.detach().abs().max())
+        asym = float((A.detach() - A.detach().T).abs().max())
+        if asym > SYM_RTOL * scale:
+            raise ValueError(f"{name} must be symmetric, but max|{name} - {name}^T| = {asym:.3g} is more than "
+                             f"{SYM_RTOL:g} of max|{name}| = {scale:.3g}; pass a symmetric matrix (use "
+                             f"({name} + {name}.T) / 2 if the asymmetry is round-off)")
+    return A
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# NumPy in, NumPy out: the linear models (lin-RFM, IRLS, the deep linear baselines) answer in the caller's kind
+
+
+def is_numpy(x) -> bool:
+    """Whether ``x`` came as something other than a torch tensor (NumPy, a list): the answer is then NumPy.
+
+    Parameters
+    ----------
+    x : object
+        An input.
+
+    Returns
+    -------
+    bool
+        True unless ``x`` is a torch tensor.
+    """
+    return not isinstance(x, torch.Tensor)
+
+
+def as_input_kind(t: torch.Tensor, numpy_out: bool):
+    """``t`` as a NumPy array (detached, on the CPU) when ``numpy_out``, else unchanged.
+
+    Parameters
+    ----------
+    t : torch.Tensor
+        A result.
+    numpy_out : bool
+        Whether the caller gave NumPy (:func:`is_numpy`).
+
+    Returns
+    -------
+    numpy.ndarray or torch.Tensor
+        The result in the caller's kind.
+    """
+    return t.detach().cpu().numpy() if numpy_out else t
+
+
+def check_regression_data(X, y):
+    """(X, y) of a linear regression as tensors: X a finite (n, d) matrix, y finite with n entries in X's dtype.
+
+    Parameters
+    ----------
+    X : array-like
+        (n, d) inputs.
+    y : array-like
+        (n,) or (n, 1) targets.
+
+    Returns
+    -------
+    (torch.Tensor, torch.Tensor)
+        X (n, d) and y (n,).
+    """
+    Xt = check_matrix(X, "X")
+    yt = torch.as_tensor(np.asarray(y) if is_numpy(y) else y)
+    if yt.ndim == 2 and yt.shape[1] == 1:
+        yt = yt[:, 0]
+    if yt.ndim != 1:
+        raise ValueError(f"y must be 1-D with one target per row of X, got shape {tuple(yt.shape)}")
+    if yt.shape[0] != Xt.shape[0]:
+        raise ValueError(f"y has {yt.shape[0]} entries but X has {Xt.shape[0]} rows")
+    yt = yt.to(dtype=Xt.dtype, device=Xt.device)
+    if not bool(torch.isfinite(yt).all()):
+        raise ValueError("y contains NaN or infinite values")
+    return Xt, yt
+
+
+def check_vector(w, d: int, like: torch.Tensor, name: str = "w") -> torch.Tensor:
+    """A finite 1-D vector of length ``d`` in the dtype and on the device of ``like``.
+
+    Parameters
+    ----------
+    w : array-like
+        The vector.
+    d : int
+        Its length (the number of columns of X).
+    like : torch.Tensor
+        The tensor whose dtype and device it takes.
+    name : str
+        Its name, for the error messages.
+
+    Returns
+    -------
+    torch.Tensor
+        (d,) vector.
+    """
+    wt = torch.as_tensor(np.asarray(w) if is_numpy(w) else w).to(dtype=like.dtype, device=like.device)
+    if wt.ndim != 1 or wt.shape[0] != d:
+        raise ValueError(f"{name} must be a 1-D vector of length {d} (the number of columns of X), got shape "
+                         f"{tuple(wt.shape)}")
+    if not bool(torch.isfinite(wt).all()):
+        raise ValueError(f"{name} contains NaN or infinite values")
+    return wt
+
+
+def check_iterations(iters) -> int:
+    """A number of iterations or steps: an integer >= 0.
+
+    Parameters
+    ----------
+    iters : int
+        The number.
+
+    Returns
+    -------
+    int
+        ``iters``.
+    """
+    if isinstance(iters, bool) or not isinstance(iters, numbers.Integral) or iters < 0:
+        raise ValueError(f"iters must be a non-negative integer, got {iters!r}")
+    return int(iters)
+
+
+def check_mask(mask, shape, device) -> torch.Tensor:
+    """The observed entries of a matrix as a boolean tensor of ``shape`` on ``device`` (0/1 accepted), not empty.
+
+    Parameters
+    ----------
+    mask : array-like
+        True (or 1) where the matrix is observed.
+    shape : tuple of int
+        The matrix's shape.
+    device : torch.device
+        Where the mask goes.
+
+    Returns
+    -------
+    torch.Tensor
+        The boolean mask.
+    """
+    m = torch.as_tensor(np.asarray(mask) if is_numpy(mask) else mask, device=device)
+    if tuple(m.shape) != tuple(shape):
+        raise ValueError(f"mask must have the shape of Y {tuple(shape)}, got {tuple(m.shape)}")
+    if m.dtype != torch.bool:
+        if not bool(((m == 0) | (m == 1)).all()):
+            raise ValueError("mask must be boolean (True where Y is observed) or 0/1")
+        m = m.bool()
+    if not bool(m.any()):
+        raise ValueError("mask has no observed entry")
+    return m
+
+
+def check_observed(Y, mask):
+    """A partly observed matrix: Y as a tensor with its unobserved entries set to zero (they are never read: NaN
+    there is fine), the boolean mask, and whether the caller gave NumPy (to answer in kind).
+
+    Parameters
+    ----------
+    Y : array-like
+        (n, d) matrix.
+    mask : array-like
+        True where Y is observed.
+
+    Returns
+    -------
+    (torch.Tensor, torch.Tensor, bool)
+        Y with zeros where unobserved, the mask, and whether Y was NumPy.
+    """
+    numpy_out = is_numpy(Y)
+    mask_np = np.asarray(mask, dtype=bool) if is_numpy(mask) else None
+    Yt = check_matrix(np.where(mask_np, Y, 0.0) if (numpy_out and mask_np is not None
+                                                    and mask_np.shape == np.shape(Y)) else Y, "Y")
+    m = check_mask(mask, Yt.shape, Yt.device)
+    return torch.where(m, Yt, torch.zeros((), dtype=Yt.dtype, device=Yt.device)), m, numpy_out
+
+
+def check_eval_target(Y_eval, eval_mask, Yt: torch.Tensor, m: torch.Tensor):
+    """(truth, entries to score) of a completion, for reporting only, or None without ``Y_eval``; the default
+    entries are the unobserved ones.
+
+    Parameters
+    ----------
+    Y_eval : array-like or None
+        The full matrix.
+    eval_mask : array-like or None
+        The entries to score; None: those not in ``m``.
+    Yt : torch.Tensor
+        The observed matrix (its shape, dtype and device).
+    m : torch.Tensor
+        Its observed entries.
+
+    Returns
+    -------
+    tuple or None
+        (Y_eval as a tensor, the boolean entries to score), or None.
+    """
+    if Y_eval is None:
+        return None
+    Ye = check_matrix(Y_eval, "Y_eval").to(dtype=Yt.dtype, device=Yt.device)
+    if tuple(Ye.shape) != tuple(Yt.shape):
+        raise ValueError(f"Y_eval must have the shape of Y {tuple(Yt.shape)}, got {tuple(Ye.shape)}")
+    return Ye, (check_mask(eval_mask, Yt.shape, Yt.device) if eval_mask is not None else ~m)

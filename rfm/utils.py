@@ -1,14 +1,16 @@
 """Device, dtype and randomness helpers, and PSD matrix powers."""
 from __future__ import annotations
 
+import numbers
 import random
 
 import numpy as np
 import torch
 
-from ._checks import _to_tensor, check_number
+from ._checks import _to_tensor, check_number, check_square
 
-_SYM_RTOL = 1e-4  # the asymmetry |A - A^T| tolerated as round-off, relative to max|A| (as FeatureMatrix.full)
+# rfm.metrics still imports the pre-0.2 private name; it goes when rfm.metrics imports rfm._checks.check_square.
+_check_square = check_square
 
 
 def get_device(device=None) -> torch.device:
@@ -39,6 +41,32 @@ def seed_everything(seed: int) -> torch.Generator:
     return make_generator(seed)
 
 
+def check_generator(generator) -> torch.Generator:
+    """A CPU ``torch.Generator`` from a seed (an integer >= 0) or a CPU generator (returned as it is).
+
+    Parameters
+    ----------
+    generator : int or torch.Generator
+        A seed, or a generator on the CPU (random draws are made on the CPU and moved).
+
+    Returns
+    -------
+    torch.Generator
+        The generator, seeded with ``generator`` when it is an integer.
+    """
+    if isinstance(generator, torch.Generator):
+        if generator.device.type != "cpu":
+            raise ValueError(f"generator must be a CPU torch.Generator (random draws are made on the CPU and "
+                             f"moved), got one on {generator.device}; use torch.Generator().manual_seed(seed)")
+        return generator
+    if isinstance(generator, bool) or not isinstance(generator, numbers.Integral):
+        raise TypeError(f"generator must be an integer seed or a torch.Generator, got {generator!r} of type "
+                        f"{type(generator).__name__}")
+    if generator < 0:
+        raise ValueError(f"generator (a seed) must be >= 0, got {generator!r}")
+    return make_generator(int(generator))
+
+
 def make_generator(seed) -> torch.Generator:
     """A CPU generator: random draws are made on the CPU and moved, so results do not depend on the device."""
     if isinstance(seed, torch.Generator):
@@ -54,36 +82,11 @@ def symmetrize(A: torch.Tensor) -> torch.Tensor:
     return 0.5 * (A + A.transpose(-1, -2))
 
 
-def _check_square(A, name: str = "A", *, symmetric: bool = False) -> torch.Tensor:
-    """``A`` as a finite square floating tensor (integers become float64), on its device and with its graph.
-
-    With ``symmetric``, an asymmetry beyond round-off (``_SYM_RTOL`` of max|A|) is an error."""
-    A = _to_tensor(A, name)
-    if A.ndim != 2 or A.shape[0] != A.shape[1]:
-        raise ValueError(f"{name} must be a square matrix (d, d), got shape {tuple(A.shape)}")
-    if A.shape[0] == 0:
-        raise ValueError(f"{name} is empty (shape {tuple(A.shape)}); pass a d x d matrix with d >= 1")
-    if not A.is_floating_point():
-        A = A.to(torch.float64)
-    if not bool(torch.isfinite(A).all()):
-        bad = int((~torch.isfinite(A)).sum())
-        raise ValueError(f"{name} contains {bad} NaN or infinite value(s); it was probably computed from "
-                         "diverged values (check the model or data that produced it)")
-    if symmetric:
-        scale = float(A.detach().abs().max())
-        asym = float((A.detach() - A.detach().T).abs().max())
-        if asym > _SYM_RTOL * scale:
-            raise ValueError(f"{name} must be symmetric, but max|{name} - {name}^T| = {asym:.3g} is more than "
-                             f"{_SYM_RTOL:g} of max|{name}| = {scale:.3g}; pass a symmetric matrix (use "
-                             f"({name} + {name}.T) / 2 if the asymmetry is round-off)")
-    return A
-
-
 def psd_eigh(A: torch.Tensor):
     """Eigen-decomposition of the symmetric part of ``A`` with negative eigenvalues (rounding) clamped to 0.
 
     Eigenvalues come back in ascending order, as ``torch.linalg.eigh`` gives them."""
-    A = _check_square(A, "A")
+    A = check_square(A, "A")
     evals, evecs = torch.linalg.eigh(symmetrize(A))
     return evals.clamp_min(0), evecs
 
@@ -109,7 +112,7 @@ def psd_power(A: torch.Tensor, power: float) -> torch.Tensor:
     if A.ndim != 2:
         raise ValueError(f"A must be a symmetric matrix (d, d) or the diagonal (d,) of a diagonal one, got shape "
                          f"{tuple(A.shape)}")
-    A = _check_square(A, "A", symmetric=True)
+    A = check_square(A, "A", symmetric=True)
     evals, evecs = psd_eigh(A)
     if power == 0:
         scaled = (evals > 0).to(A.dtype)
@@ -121,7 +124,7 @@ def psd_power(A: torch.Tensor, power: float) -> torch.Tensor:
 def top_eigenvectors(A: torch.Tensor, k: int) -> torch.Tensor:
     """The ``k`` leading eigenvectors of a symmetric matrix, as the columns of a (d, k) matrix, largest first."""
     check_number("k", k, low=1, integer=True)
-    A = _check_square(A, "A", symmetric=True)
+    A = check_square(A, "A", symmetric=True)
     if k > A.shape[0]:
         raise ValueError(f"k must be <= {A.shape[0]}, the size of the {A.shape[0]} x {A.shape[0]} matrix A (it has "
                          f"only {A.shape[0]} eigenvectors), got k={k}")

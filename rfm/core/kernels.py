@@ -200,6 +200,8 @@ class QuadraticKernel(PolynomialKernel):
         super().__init__(degree=2, c=c, bandwidth=bandwidth)
 
 
+#: The kernels of :func:`get_kernel` by name; :mod:`rfm.core.ntk` adds "ntk" (it builds on :class:`Kernel`, and
+#: ``import rfm`` imports it).
 KERNELS = {
     "laplace": LaplaceKernel,
     "gaussian": GaussianKernel,
@@ -319,8 +321,3 @@ def kernel_matrix(kernel, X, Z=None, fm=None, *, transformed: bool = False, pair
     for _ in kernel_blocks(kernel, X, Z, pairs=pairs, mem_bytes=mem_bytes, out=K):
         pass
     return K
-
-
-from .ntk import NTKKernel  # noqa: E402  (ntk builds on Kernel above)
-
-KERNELS["ntk"] = NTKKernel

@@ -35,7 +35,7 @@ import math
 import torch
 
 from .._checks import check_number
-from .kernels import Kernel
+from .kernels import KERNELS, Kernel
 
 
 def relu_ntk(S: torch.Tensor, sxx: torch.Tensor, szz: torch.Tensor, depth: int, bias: float = 0.0) -> torch.Tensor:
@@ -121,3 +121,6 @@ class NTKKernel(Kernel):
     def weights_(self, B):
         raise NotImplementedError("NTKKernel is a fixed baseline kernel: its input gradients (hence the AGOP and RFM "
                                   "iterations, iters > 0) are not implemented")
+
+
+KERNELS["ntk"] = NTKKernel

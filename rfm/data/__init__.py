@@ -6,15 +6,17 @@
   :func:`load_svhn`, :func:`load_cifar10`, :func:`load_celeba`; CIFAR-10-C from a folder the user downloaded,
   :func:`load_cifar10_c`
 * :mod:`rfm.data.modular` -- modular arithmetic: the task, its discrete-log re-indexing, circulant measures of a
-  feature matrix, random circulant features, the grokking progress callback
+  feature matrix, random circulant features
+* :mod:`rfm.data.icl` -- in-context learning: prompts, pools of linear and ReLU-teacher tasks, the Bayes-optimal
+  ridge predictor
 * :mod:`rfm.data.parity` -- sparse parities on the hypercube, and a support-recovery test of diag(M)
 * :mod:`rfm.data.images` -- planted-signal image constructions (patches, halves, markers, rotations) and masks
 """
 from .datasets import (TARGETS, Split, chain_monomial, load_celeba, load_cifar10, load_cifar10_c, load_digits_8x8, load_mnist_5k,
                        load_svhn, low_rank_completion, low_rank_polynomial, mnist_5k_path, product_target,
                        sparse_regression, split_data)
-from . import images, modular, parity  # noqa: E402
+from . import icl, images, modular, parity  # noqa: E402
 
-__all__ = ["TARGETS", "Split", "chain_monomial", "images", "load_celeba", "load_cifar10", "load_cifar10_c", "load_digits_8x8",
+__all__ = ["TARGETS", "Split", "chain_monomial", "icl", "images", "load_celeba", "load_cifar10", "load_cifar10_c", "load_digits_8x8",
            "load_mnist_5k", "load_svhn", "low_rank_completion", "low_rank_polynomial", "mnist_5k_path", "modular", "parity",
            "product_target", "sparse_regression", "split_data"]

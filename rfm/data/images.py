@@ -37,6 +37,7 @@ import torch
 
 from .._checks import _to_tensor, check_choice, check_number, resolve_dtype
 from ..utils import make_generator
+from . import datasets as data
 
 
 class ImageTask(NamedTuple):
@@ -526,14 +527,12 @@ def load_stl10(root, *, classes=None, download=True, dtype="float32"):
     """STL-10 (3 x 96 x 96, labels 0-9: 0 airplane, ..., 9 truck) from torchvision's labelled train and test
     splits, pixels in [0, 1], flattened channel first; ``classes`` selects and relabels as :func:`rfm.data.split_data`
     does. The grokking experiment of the paper uses airplanes and trucks. Needs torchvision and a download."""
-    from . import datasets as data
-
-    tvd = data._torchvision_datasets()
+    tvd = data.torchvision_datasets()
     parts = []
     for split in ("train", "test"):
         ds = tvd.STL10(root=str(root), split=split, download=download)
-        X, y = data._select_classes(np.asarray(ds.data), np.asarray(ds.labels).astype(np.int64), classes)
-        parts += [data._to_features(X, 255.0, True, False, dtype), torch.as_tensor(y)]
+        X, y = data.select_classes(np.asarray(ds.data), np.asarray(ds.labels).astype(np.int64), classes)
+        parts += [data.to_features(X, 255.0, True, False, dtype), torch.as_tensor(y)]
     return data.Split(*parts)
 
 
@@ -541,11 +540,9 @@ def load_mnist_full(root, *, size: int = 28, channels: int = 1, download=True, d
     """The full MNIST (60,000 + 10,000 digits) from torchvision, pixels in [0, 1], resized to ``size`` x ``size``
     (bilinear) and repeated over ``channels``: ``size=32, channels=3`` gives the MNIST half of the paper's
     CIFAR-10 + MNIST images. Needs torchvision and a download."""
-    from . import datasets as data
-
     check_number("size", size, low=1, integer=True)
     check_number("channels", channels, low=1, integer=True)
-    tvd = data._torchvision_datasets()
+    tvd = data.torchvision_datasets()
     parts = []
     for train in (True, False):
         ds = tvd.MNIST(root=str(root), train=train, download=download)

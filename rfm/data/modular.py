@@ -20,20 +20,25 @@ arithmetic via average gradient outer product" (arXiv 2407.20199, ICML 2025), wi
 * **Fourier view** -- the unitary DFT diagonalises every circulant matrix (:func:`dft_matrix`,
   :func:`fourier_diagonalize`, :func:`circulant_spectrum`).
 * **random circulant features** -- the paper's "no learning needed" control (:func:`random_circulant_features`).
-* **a small network** -- one hidden layer with quadratic activation (:func:`quadratic_net`, an
-  :class:`rfm.nets.MLP`) trained by AdamW with weight decay through :func:`rfm.nets.train`, with
-  :class:`NetworkProgress` recording its accuracy and its neural feature matrix W1^T W1, which is compared with M.
+* **addition through a template** (Kunin et al., arXiv 2506.06489) -- a template x in R^p with chosen Fourier
+  magnitudes, the pair (a, b) encoded by the cyclic shifts (rho^a x, rho^b x) and the target rho^{a+b} x
+  (:func:`template_addition`), and the per-frequency residual energy of a prediction (:func:`fourier_residuals`).
+
+The paper's network (:func:`rfm.nets.mlp.quadratic_net`) and the progress recorders of a network's training and of
+an RFM's iterations (:mod:`rfm.nets.callbacks`) live with the networks.
 """
 from __future__ import annotations
 
+import importlib
+import math
 import numbers
-import time
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
-from .._checks import check_number, resolve_dtype
+from .._checks import check_matrix, check_number, resolve_dtype
 from ..metrics import matrix_correlation
 from ..utils import make_generator, psd_power
 
@@ -73,7 +78,21 @@ def is_prime(n: int) -> bool:
     return all(n % k for k in range(2, int(n**0.5) + 1))
 
 
-def _check_prime(p, name="p"):
+def check_prime(p, name="p") -> int:
+    """Check that ``p`` is a prime (division and the discrete logarithm need a field); return it as an int.
+
+    Parameters
+    ----------
+    p : int
+        The modulus.
+    name : str
+        Its name, for the error message.
+
+    Returns
+    -------
+    int
+        ``p``.
+    """
     check_number(name, p, low=2, integer=True)
     if not is_prime(int(p)):
         raise ValueError(f"{name} must be a prime (division and the discrete logarithm need a field), got {p}; "
@@ -141,20 +160,13 @@ def _check_seed(generator) -> torch.Generator:
     return make_generator(int(generator))
 
 
-def _check_data(data) -> "ModularData":
-    if not isinstance(data, ModularData):
-        raise TypeError(f"data must be a ModularData (from rfm.data.modular.modular_arithmetic(p, operation)), got "
-                        f"{type(data).__name__}")
-    return data
-
-
 # ----------------------------------------------------------------------------------------------------------------
 # Data
 
 
 def modular_labels(x: torch.Tensor, y: torch.Tensor, p: int, operation: str = "add") -> torch.Tensor:
     """x o y mod p elementwise, for integer tensors with entries in [0, p) (y != 0 for division)."""
-    p, op = _check_prime(p), canonical_operation(operation)
+    p, op = check_prime(p), canonical_operation(operation)
     x, y = _integers(x, "x", p), _integers(y, "y", p)
     if x.shape != y.shape:
         raise ValueError(f"x and y must have the same shape (one pair per entry), got {tuple(x.shape)} and "
@@ -172,7 +184,7 @@ def modular_labels(x: torch.Tensor, y: torch.Tensor, p: int, operation: str = "a
 
 def modular_inverse(y: torch.Tensor, p: int) -> torch.Tensor:
     """y^{-1} mod p = y^{p-2} mod p (Fermat), elementwise, for integer y; 0 (which has no inverse) maps to 0."""
-    p = _check_prime(p)
+    p = check_prime(p)
     y = _integers(y, "y") % p
     out = torch.ones_like(y)
     base, e = y.clone(), p - 2
@@ -209,7 +221,7 @@ class ModularData:
     pairs_test: torch.Tensor
 
     def __post_init__(self):
-        p = _check_prime(self.p)
+        p = check_prime(self.p)
         if canonical_operation(self.operation) != self.operation:
             raise ValueError(f"operation must be the canonical name {canonical_operation(self.operation)!r}, got "
                              f"{self.operation!r}")
@@ -232,7 +244,7 @@ class ModularData:
 
 def all_pairs(p: int, operation: str = "add") -> torch.Tensor:
     """All (x, y) in Z_p^2 in lexicographic order, without y = 0 for division: (p^2, 2) or (p(p-1), 2)."""
-    p, op = _check_prime(p), canonical_operation(operation)
+    p, op = check_prime(p), canonical_operation(operation)
     ys = torch.arange(1 if op == "div" else 0, p)
     return torch.cartesian_prod(torch.arange(p), ys)
 
@@ -241,7 +253,7 @@ def modular_arithmetic(p: int, operation: str = "add", train_fraction: float = 0
                        dtype="float64") -> ModularData:
     """All pairs of x o y mod p, split at random: ``int(train_fraction * N)`` training pairs (as in the paper's
     code), the rest for testing. ``generator`` is a seed or a ``torch.Generator``; tensors are on the CPU."""
-    p, op = _check_prime(p), canonical_operation(operation)
+    p, op = check_prime(p), canonical_operation(operation)
     check_number("train_fraction", train_fraction, low=0, low_inclusive=False, high=1, high_inclusive=False)
     dtype = resolve_dtype(dtype)
     generator = _check_seed(generator)
@@ -264,7 +276,7 @@ def modular_arithmetic(p: int, operation: str = "add", train_fraction: float = 0
 
 def primitive_root(p: int) -> int:
     """The smallest generator g of the multiplicative group Z_p^* (its powers g^0..g^{p-2} are 1..p-1)."""
-    p = _check_prime(p)
+    p = check_prime(p)
     if p == 2:
         return 1
     factors = {q for q in range(2, p) if (p - 1) % q == 0 and is_prime(q)}
@@ -279,7 +291,7 @@ def discrete_log_order(p: int) -> torch.Tensor:
 
     Indexing a vector over Z_p by it drops the digit 0 (which has no logarithm) and turns multiplication into
     addition mod p - 1: g^k * g^l = g^{k+l}."""
-    p = _check_prime(p)
+    p = check_prime(p)
     g = primitive_root(p)
     return torch.tensor([pow(g, k, p) for k in range(p - 1)], dtype=torch.long)
 
@@ -300,7 +312,7 @@ def block_orders(p: int, operation: str = "add"):
 
     A block that is a function of x o y itself (the quadratic network's, see the chapter) is circulant in the
     orders of :func:`dual_operation`."""
-    p, op = _check_prime(p), canonical_operation(operation)
+    p, op = check_prime(p), canonical_operation(operation)
     if op in ("add", "sub"):
         rows = torch.arange(p)
         return rows, (rows if op == "add" else (-rows) % p)
@@ -326,7 +338,7 @@ def reindex_block(B, operation: str = "add") -> torch.Tensor:
     """The p x p block ``B`` with its rows and columns in the orders of :func:`block_orders` (p - 1 x p - 1 for
     multiplication and division, whose digit 0 is dropped)."""
     B = _matrix(B, "B", finite=False)
-    _check_prime(B.shape[0], "the size of B (p)")
+    check_prime(B.shape[0], "the size of B (p)")
     rows, cols = block_orders(B.shape[0], operation)
     return B[rows][:, cols]
 
@@ -452,81 +464,10 @@ def correct_class_mse(outputs, Y) -> float:
     return float((picked - 1).square().mean())
 
 
-def first_reaching(steps, values, level: float, *, below: bool = False):
-    """The first step whose value is >= ``level`` (``below``: <= ``level``), or None if none is."""
-    steps, values = list(steps), list(values)
-    if len(steps) != len(values):
-        raise ValueError(f"steps and values must have the same length, got {len(steps)} and {len(values)}")
-    for s_, v in zip(steps, values):
-        if (v <= level) if below else (v >= level):
-            return s_
-    return None
-
-
-class GrokkingProgress:
-    """A ``callback(model, record)`` for :class:`rfm.RFMClassifier` (or :class:`rfm.RFMRegressor` on one-hot
-    targets) fitted on ``data``: after each solve it records, next to the estimator's own record,
-
-    * ``test_acc``, ``test_mse``, ``test_correct_mse`` -- accuracy, MSE and :func:`correct_class_mse` of the current
-      predictor on the held-out pairs (recorded only: the test set is never passed to ``fit``, so it selects
-      nothing);
-    * ``train_mse_measured``, ``train_residual`` -- mean squared and largest error of the predictor evaluated
-      on the training inputs (the estimator's ``train_mse`` is derived from the solve, ``Y - reg * alpha``);
-    * ``circulant_deviation`` -- :func:`block_circulant_deviation` of the M used in this solve;
-    * ``M`` -- that M.
-
-    :meth:`alignment` then gives the AGOP alignment of every M with a reference (default: the last one)."""
-
-    def __init__(self, data: ModularData):
-        self.data = _check_data(data)
-        self.records = []
-
-    def _outputs(self, model, X):
-        f = model.decision_function if hasattr(model, "decision_function") else model.predict
-        return torch.as_tensor(f(X)).detach().cpu().to(torch.float64).reshape(len(X), -1)
-
-    def __call__(self, model, record):
-        d = self.data
-        test = self._outputs(model, d.X_test)
-        train = self._outputs(model, d.X_train)
-        if test.shape[1] != d.p:
-            raise ValueError(f"the model predicts {test.shape[1]} outputs, not p = {d.p} (a class missing from "
-                             "the training set?)")
-        self.records.append({
-            "iteration": record["iteration"], "solver": record.get("solver"),
-            "train_acc": float((train.argmax(1) == d.y_train).double().mean()),
-            "train_mse_measured": float((train - d.Y_train).square().mean()),
-            "train_residual": float((train - d.Y_train).abs().max()),
-            "test_acc": float((test.argmax(1) == d.y_test).double().mean()),
-            "test_mse": float((test - d.Y_test).square().mean()),
-            "test_correct_mse": correct_class_mse(test, d.Y_test),
-            "circulant_deviation": block_circulant_deviation(record["M"], d.operation),
-            "M": record["M"].detach().cpu().to(torch.float64),
-        })
-        return False
-
-    def column(self, key):
-        if self.records and key not in self.records[0]:
-            raise KeyError(f"no column {key!r}; the records have {sorted(self.records[0])}")
-        return [r[key] for r in self.records]
-
-    def alignment(self, reference=None, *, part: str = "whole"):
-        """:func:`agop_alignment` of each recorded M with ``reference`` (default: the last M); with
-        ``part="off_diagonal"`` NaN for M_0 = I, whose off-diagonal block is zero."""
-        ref = self.records[-1]["M"] if reference is None else torch.as_tensor(reference)
-        out = []
-        for r in self.records:
-            if part == "off_diagonal" and float(off_diagonal_block(r["M"]).abs().max()) == 0:
-                out.append(float("nan"))
-            else:
-                out.append(agop_alignment(r["M"], ref, part=part))
-        return out
-
-
 def random_circulant_block(p: int, operation: str = "add", *, generator=0, dtype="float64") -> torch.Tensor:
     """A random p x p block that is circulant in the digit order of ``operation``: c ~ U[0, 1] (length p, or p - 1
     for * and /), mean-centred, placed with :func:`unreindex_block`."""
-    p, op = _check_prime(p), canonical_operation(operation)
+    p, op = check_prime(p), canonical_operation(operation)
     n = p if op in ("add", "sub") else p - 1
     c = torch.rand(n, generator=_check_seed(generator), dtype=resolve_dtype(dtype))
     return unreindex_block(circulant(c - c.mean()), p, op)
@@ -541,111 +482,70 @@ def random_circulant_features(p: int, operation: str = "add", *, generator=0, dt
     digit-independent direction, and the square root. The matrix inside is usually indefinite (the eigenvalues are
     ``1 +- |fft(c)_k|``, and ``|fft(c)_k| > 1`` for most k); the code takes the real part of scipy's principal square root,
     which for a symmetric matrix is V max(lambda, 0)^{1/2} V^T, i.e. :func:`rfm.utils.psd_power` with power 1/2."""
-    p = _check_prime(p)
+    p = check_prime(p)
     C = random_circulant_block(p, operation, generator=generator, dtype=dtype)
     P = torch.eye(p, dtype=C.dtype) - torch.full((p, p), 1.0 / p, dtype=C.dtype)
     A = torch.cat([torch.cat([P, C], 1), torch.cat([C.T, P], 1)], 0)
     return psd_power(A, 0.5)
 
 
-# ----------------------------------------------------------------------------------------------------------------
-# The paper's network (``OneLayerFCN`` with ``act="quadratic"``) is an :class:`rfm.nets.MLP`, trained by
-# :func:`rfm.nets.train`; these two helpers build it and record what the chapter plots.
+def template_addition(p: int, magnitudes, *, generator=0, dtype="float64") -> dict:
+    """Modular addition encoded through a template: x in R^p with ``|x_hat[k]| = magnitudes[k-1]`` for
+    k = 1..len(magnitudes) (<= (p-1)/2), zero elsewhere and at k = 0, random phases, scaled to ||x||^2 = p. The
+    pair (a, b) is the input (rho^a x, rho^b x) in R^{2p}, the target rho^{a+b} x in R^p, with
+    (rho^a x)[j] = x[(j - a) mod p]. All p^2 pairs (``rfm.data.modular.all_pairs``). Returns {"X", "Y", "x",
+    "pairs", "magnitudes"} (magnitudes after scaling, per frequency 1..(p-1)/2)."""
+    p = check_prime(p)
+    m = torch.as_tensor(magnitudes, dtype=torch.float64).reshape(-1)
+    half = (p - 1) // 2
+    if m.numel() < 1 or m.numel() > half:
+        raise ValueError(f"magnitudes must have between 1 and (p-1)/2 = {half} values (frequencies 1, 2, ...), got "
+                         f"{m.numel()}")
+    if bool((m < 0).any()) or float(m.max()) <= 0:
+        raise ValueError("magnitudes must be non-negative and not all zero")
+    dtype = resolve_dtype(dtype)
+    g = _check_seed(generator)
+    phases = 2 * math.pi * torch.rand(m.numel(), generator=g, dtype=torch.float64)
+    xhat = torch.zeros(p, dtype=torch.complex128)
+    xhat[1:m.numel() + 1] = torch.polar(m, phases)
+    xhat[p - m.numel():] = torch.polar(m, -phases).flip(0)
+    x = torch.fft.ifft(xhat, norm="ortho").real
+    x = x * math.sqrt(p) / x.norm()
+    pairs = all_pairs(p, "add")
+    j = torch.arange(p)
+    shift = lambda a: x[(j[None, :] - a[:, None]) % p]  # noqa: E731
+    X = torch.cat([shift(pairs[:, 0]), shift(pairs[:, 1])], 1).to(dtype)
+    Y = shift((pairs[:, 0] + pairs[:, 1]) % p).to(dtype)
+    mags = torch.fft.fft(x, norm="ortho").abs()[1:half + 1]
+    return {"X": X, "Y": Y, "x": x.to(dtype), "pairs": pairs, "magnitudes": mags}
 
 
-def quadratic_net(p: int, width: int = 256, *, init_scale: float = 1.0, generator=0, dtype="float64",
-                  device=None):
-    """The network of the paper's ``train_net.py`` for modulus ``p``: f(u) = W2 (W1 u)^2, u in R^{2p}, R^p out,
-    no biases, every entry of a layer with fan-in m drawn from U[-s/sqrt(m), s/sqrt(m)] with s = ``init_scale``
-    (the scaled Kaiming-uniform initialisation of the paper's code). It is
+def fourier_residuals(Y, F) -> torch.Tensor:
+    """The residual energy of a prediction F of targets Y (both (n, p), rows indexed by output position) at each
+    frequency k = 1..(p-1)/2 of the output axis, as a fraction of Y's energy there (frequencies k and -k
+    together). A frequency absent from Y gives NaN."""
+    Y = check_matrix(Y, "Y", dtype=torch.float64)
+    F = check_matrix(F, "F", dtype=torch.float64)
+    if Y.shape != F.shape:
+        raise ValueError(f"Y and F must have the same shape, got {tuple(Y.shape)} and {tuple(F.shape)}")
+    p = Y.shape[1]
+    half = (p - 1) // 2
+    R = torch.fft.fft(Y - F, dim=1).abs().square().sum(0)
+    T = torch.fft.fft(Y, dim=1).abs().square().sum(0)
+    k = torch.arange(1, half + 1)
+    num, den = R[k] + R[p - k], T[k] + T[p - k]
+    return torch.where(den > 1e-12 * float(T.sum()), num / den.clamp_min(1e-300), torch.full_like(num, math.nan))
 
-        rfm.nets.MLP(2p, [width], p, activation="quadratic", init="uniform", init_scale=s, bias=False)
-
-    Train it with :func:`rfm.nets.train` (AdamW, ``loss="mse"`` on the one-hot targets, ``batch_size=32``) and a
-    :class:`NetworkProgress` callback. Passing the *same* ``torch.Generator`` as ``generator`` here and to
-    ``nets.train`` draws the initial weights and then the mini-batch permutations from one stream, as the paper's
-    code does with its one seed."""
-    from ..nets import MLP
-
-    if isinstance(p, ModularData):
-        raise TypeError("quadratic_net takes the modulus p, not the data set: pass data.p")
-    p = _check_prime(p)
-    check_number("width", width, low=1, integer=True)
-    return MLP(2 * p, [int(width)], p, activation="quadratic", init="uniform", init_scale=init_scale, bias=False,
-               generator=generator, dtype=dtype, device=device)
+# Names that moved to rfm.nets in 0.2 (a data module holds no network, training callback or curve measure): old -> new module.
+MOVED = {"quadratic_net": "rfm.nets.mlp", "NetworkProgress": "rfm.nets.callbacks", "GrokkingProgress": "rfm.nets.callbacks",
+         "first_reaching": "rfm.nets.curves"}
 
 
-class NetworkProgress:
-    """A ``callback(model, record)`` for :func:`rfm.nets.train` of a network on ``data``: at every record it
-    stores {"epoch", "train_acc", "train_mse", "test_acc", "test_mse", "test_correct_mse", "time_s"} of the whole
-    training and test sets (MSE as torch's mean over all entries, accuracy of the argmax, :func:`correct_class_mse`),
-    and every ``nfm_every`` epochs the neural feature matrix W1^T W1 (``"nfm"``, float64 on the CPU) and, with
-    ``agop=True``, the network's AGOP with respect to its input at the training inputs (``"agop"``,
-    :func:`rfm.nets.layer_agop`, uncentred). ``time_s`` is the wall time since the previous record
-    (0 for the first). With ``stop_at_test_acc`` it returns True, which stops training, after the first record
-    whose test accuracy reaches it (that record always gets its NFM). The test set is only measured, never
-    trained on."""
-
-    def __init__(self, data: ModularData, *, nfm_every: int = 1, stop_at_test_acc: float | None = None,
-                 agop: bool = False):
-        self.data = _check_data(data)
-        if not isinstance(agop, bool):
-            raise TypeError(f"agop must be True or False, got {agop!r}")
-        self.agop = agop
-        self.nfm_every = int(check_number("nfm_every", nfm_every, low=1, integer=True))
-        if stop_at_test_acc is not None:
-            check_number("stop_at_test_acc", stop_at_test_acc, low=0, high=1)
-        self.stop_at_test_acc = stop_at_test_acc
-        self.records = []
-        self._tensors = None
-        self._last = None
-
-    def _on(self, param):
-        if self._tensors is None or self._tensors[0].device != param.device or self._tensors[0].dtype != param.dtype:
-            d = self.data
-            self._tensors = tuple(t.to(param.device, param.dtype) for t in (d.X_train, d.Y_train, d.X_test,
-                                                                             d.Y_test))
-        return self._tensors
-
-    @staticmethod
-    def _eval(model, X, Y):
-        out = model(X)
-        if out.ndim != 2 or out.shape != Y.shape:
-            raise ValueError(f"the model returns outputs of shape {tuple(out.shape)} for {tuple(X.shape)} inputs, "
-                             f"but the targets have shape {tuple(Y.shape)}; build it with quadratic_net(data.p)")
-        return (float((out.argmax(1) == Y.argmax(1)).double().mean()), float((out - Y).square().mean()),
-                correct_class_mse(out, Y))
-
-    def __call__(self, model, record) -> bool:
-        from ..nets import MLP, nfm
-
-        p = self.data.p
-        if isinstance(model, MLP) and (model.layers[0].in_features, model.layers[-1].out_features) != (2 * p, p):
-            raise ValueError(f"the network maps R^{model.layers[0].in_features} -> R^{model.layers[-1].out_features}"
-                             f", but the data with p = {p} needs R^{2 * p} -> R^{p}; build it with "
-                             "quadratic_net(data.p)")
-        if not isinstance(record, dict) or "epoch" not in record:
-            raise TypeError("NetworkProgress is called by rfm.nets.train as callback(model, record), with a record "
-                            "dict holding 'epoch'")
-        now = time.perf_counter()
-        seconds = 0.0 if self._last is None else now - self._last
-        Xtr, Ytr, Xte, Yte = self._on(next(model.parameters()))
-        with torch.no_grad():
-            tr_acc, tr_mse, _ = self._eval(model, Xtr, Ytr)
-            te_acc, te_mse, te_correct = self._eval(model, Xte, Yte)
-        epoch = int(record["epoch"])
-        rec = {"epoch": epoch, "train_acc": tr_acc, "train_mse": tr_mse, "test_acc": te_acc, "test_mse": te_mse,
-               "test_correct_mse": te_correct, "time_s": seconds}
-        stop = self.stop_at_test_acc is not None and te_acc >= self.stop_at_test_acc
-        if epoch % self.nfm_every == 0 or stop:
-            rec["nfm"] = nfm(model, 0).cpu()
-            if self.agop:
-                from ..nets import layer_agop
-
-                rec["agop"] = layer_agop(model, Xtr, 0).cpu()
-        self.records.append(rec)
-        self._last = time.perf_counter()
-        return stop
-
-    def column(self, key):
-        return [r[key] for r in self.records]
+def __getattr__(name):
+    """``rfm.data.modular.quadratic_net``, the two progress callbacks and ``first_reaching``, moved to
+    :mod:`rfm.nets`, with a DeprecationWarning (for one release)."""
+    if name in MOVED:
+        warnings.warn(f"rfm.data.modular.{name} moved to {MOVED[name]}.{name} in rfm 0.2; the old path will be "
+                      "removed in 0.3", DeprecationWarning, stacklevel=2)
+        return getattr(importlib.import_module(MOVED[name]), name)
+    raise AttributeError(f"module 'rfm.data.modular' has no attribute {name!r}")

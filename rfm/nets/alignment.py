@@ -36,11 +36,13 @@ import numbers
 
 import torch
 
-from .._checks import _to_tensor, check_choice, check_matrix, check_number, resolve_dtype
+from .._checks import _to_tensor, check_choice, check_matrix, check_number, check_square, resolve_dtype
 from ..core.agop import agop, jacobians
 from ..metrics import matrix_correlation
-from ..utils import _check_square, make_generator
-from .mlp import MLP
+from ..utils import make_generator
+from ..data.datasets import chain_monomial
+from . import optim
+from .mlp import MLP, nfm
 
 KINDS = ("cosine", "pearson")
 
@@ -95,7 +97,7 @@ def _matrix(W, name: str) -> torch.Tensor:
 
 def _ptk_matrix(K, k: int, name: str = "K") -> torch.Tensor:
     """The PTK covariance of a layer with ``k`` outputs: a finite symmetric (k, k) matrix."""
-    K = _check_square(K, name, symmetric=True).detach()
+    K = check_square(K, name, symmetric=True).detach()
     if K.shape[0] != k:
         raise ValueError(f"{name} is {K.shape[0]} x {K.shape[0]} but W has {k} rows (outputs): K must be the "
                          f"{k} x {k} PTK covariance of the same layer")
@@ -309,7 +311,7 @@ def haar_orthogonal(d: int, generator=None, dtype=torch.float64) -> torch.Tensor
 def spectrum_matched(K: torch.Tensor, generator=None) -> torch.Tensor:
     """Q = O diag(eig(K)) O^T with O Haar-random: the same spectrum as K, eigenvectors independent of everything
     (the control of Figure 1 of the paper)."""
-    K = _check_square(K, "K", symmetric=True).detach().to(torch.float64)
+    K = check_square(K, "K", symmetric=True).detach().to(torch.float64)
     evals = torch.linalg.eigvalsh(0.5 * (K + K.T))
     O = haar_orthogonal(K.shape[0], generator).to(K.device)
     return (O * evals) @ O.T
@@ -390,7 +392,7 @@ def _ntr(M):
 
 def spectral_moments(R: torch.Tensor, orders=(1, 2, 3, 4)) -> list[float]:
     """Normalised traces tr[R^j] = (1/d) sum_i lambda_i^j of a symmetric matrix."""
-    R = _check_square(R, "R", symmetric=True).detach().to(torch.float64)
+    R = check_square(R, "R", symmetric=True).detach().to(torch.float64)
     if isinstance(orders, numbers.Real):
         orders = [orders]
     orders = [check_number("order", j) for j in orders]
@@ -416,8 +418,8 @@ def free_second_derivative_traces(A: torch.Tensor, B: torch.Tensor, moments) -> 
     The last term of the paper's Eq. 26 reads tr[Ab]^2 tr[B^2] tr[R^2]^2, which is 0 since tr[Ab] = 0; expanding
     Eq. 25 with Eq. 11 gives b^2 m2^2 tr(Ab^2), used here. For R = I the three values are exactly tr(A^2 B),
     tr(A^2) and tr(ABAB); the unit tests also check them against averages over Haar-rotated R."""
-    A = _check_square(A, "A").detach().to(torch.float64)
-    B = _check_square(B, "B").detach().to(A)
+    A = check_square(A, "A").detach().to(torch.float64)
+    B = check_square(B, "B").detach().to(A)
     if A.shape != B.shape:
         raise ValueError(f"A and B must be square matrices of the same shape, got {tuple(A.shape)}, {tuple(B.shape)}")
     moments = list(moments) if hasattr(moments, "__iter__") else moments
@@ -561,8 +563,6 @@ def chain_task(n: int, d: int = 32, r: int = 5, data_seed: int = 0, *, n_test: i
     paper's task (Eq. 2): inputs from generators 2 s (train) and 2 s + 1 (test) for ``data_seed`` s, labels divided
     by the training labels' standard deviation (Appendix I). ``decay`` > 0 draws x ~ N(0, Sigma) with the spectral
     decay of :func:`decay_covariance` (eigenbasis from ``data_seed``). Returns (X, y, X_test, y_test) on ``device``."""
-    from ..data import chain_monomial  # noqa: PLC0415 (rfm.data imports rfm.nets lazily)
-
     check_number("n_test", n_test, low=1, integer=True)
     check_number("data_seed", data_seed, low=0, integer=True)
     Xtr = chain_inputs(n, d, decay=decay, generator=2 * data_seed, basis=data_seed, dtype=dtype)
@@ -575,11 +575,8 @@ def chain_task(n: int, d: int = 32, r: int = 5, data_seed: int = 0, *, n_test: i
 def chain_egop(d: int = 32, r: int = 5, *, decay: float = 0.0, basis=0, samples: int = 50_000, generator=0):
     """Monte-Carlo EGOP of the chain monomial under the inputs of :func:`chain_inputs` (float64, d x d); for
     decay 0 its exact value is 2 on the r x r block's diagonal, 1 between coordinates with a common neighbour."""
-    from ..core.agop import agop as _agop  # noqa: PLC0415
-    from ..data import chain_monomial  # noqa: PLC0415
-
     Z = chain_inputs(samples, d, decay=decay, generator=generator, basis=basis)
-    return _agop(lambda x: chain_monomial(x, r=r), Z)
+    return agop(lambda x: chain_monomial(x, r=r), Z)
 
 
 def tracked_run(X, y, X_test=None, y_test=None, *, method: str = "gd", lr: float, steps: int,
@@ -595,9 +592,6 @@ def tracked_run(X, y, X_test=None, y_test=None, *, method: str = "gd", lr: float
     recorded losses), "test" (the last test MSE, when X_test is given), "uc", "c", "ratio" (first tracked layer, at
     the end), "agop" (W^T K W of the first layer on X, float64)} and, when ``egop`` is given, "nfm_egop" and
     "agop_egop": the cosines of the first layer's NFM and AGOP with it (the paper's feature quality)."""
-    from . import optim  # noqa: PLC0415 (rfm.nets imports this module first)
-    from .mlp import nfm  # noqa: PLC0415
-
     check_choice("method", method, ("gd", "slo"))
     X = check_matrix(X, "X")
     widths = list(widths)
@@ -621,7 +615,7 @@ def tracked_run(X, y, X_test=None, y_test=None, *, method: str = "gd", lr: float
                c=tracker.series("c_nfc", first)[-1], ratio=tracker.series("cu_ratio", first)[-1],
                agop=agop_from_ptk(W, ptk_covariance(net, X, first)))
     if egop is not None:
-        E = _check_square(egop, "egop", symmetric=True).detach().to(torch.float64)
+        E = check_square(egop, "egop", symmetric=True).detach().to(torch.float64)
         out.update(nfm_egop=matrix_correlation(nfm(net, first).to(E), E, "cosine"),
                    agop_egop=matrix_correlation(out["agop"].to(E), E, "cosine"))
     return out

@@ -27,7 +27,7 @@ from ..core.feature_matrix import feature_update
 from ..metrics import matrix_correlation
 from ..utils import make_generator
 from .alignment import haar_orthogonal
-from .mlp import KINDS, MLP, _check_mlp, layer_agop, nfm
+from .mlp import KINDS, MLP, check_mlp, layer_agop, nfm
 
 #: What :func:`matched_network` keeps of the trained layer: its singular values, or its column norms.
 MATCHES = ("spectrum", "column_norms")
@@ -84,7 +84,7 @@ def matched_network(model: MLP, layer: int = 0, generator=0, *, match: str = "sp
     ``match="spectrum"``: :func:`spectrum_matched_weights` (``sides`` as there); ``"column_norms"``:
     :func:`column_norm_matched_weights`. The other layers and biases are the trained ones, so the copy is evaluated
     exactly like the trained network (same inputs h_l to the layer, same read-out); ``model`` is not changed."""
-    _check_mlp(model)
+    check_mlp(model)
     model._check_layer(layer)
     check_choice("match", match, MATCHES)
     check_choice("sides", sides, SIDES)

@@ -18,10 +18,26 @@ import numbers
 import torch
 
 from .._checks import check_number
-from .mlp import MLP, _check_mlp, train
+from .mlp import MLP, check_mlp, train
 
 
-def _class_indices(y, n_classes=None, name="y") -> tuple[torch.Tensor, int]:
+def class_indices(y, n_classes=None, name="y") -> tuple[torch.Tensor, int]:
+    """Class labels as a long tensor of indices 0..c-1, and the number of classes c.
+
+    Parameters
+    ----------
+    y : array-like or torch.Tensor
+        1-D integer class indices (floats with integer values are accepted).
+    n_classes : int, optional
+        c; by default max(y) + 1 (2 for an empty y).
+    name : str
+        The labels' name, for the error messages.
+
+    Returns
+    -------
+    (torch.Tensor, int)
+        The indices and c.
+    """
     t = torch.as_tensor(y)
     if t.ndim != 1:
         raise ValueError(f"{name} must be a 1-D tensor of class indices 0..c-1, got shape {tuple(t.shape)}")
@@ -46,7 +62,7 @@ def _class_indices(y, n_classes=None, name="y") -> tuple[torch.Tensor, int]:
 def label_codes(y, n_classes: int | None = None, *, dtype=torch.float32) -> torch.Tensor:
     """Least-squares targets of class indices ``y`` (0..c-1): shape (n, 1) with 0/1 for two classes, one-hot (n, c)
     for more. ``n_classes`` defaults to ``max(y) + 1``."""
-    t, c = _class_indices(y, n_classes)
+    t, c = class_indices(y, n_classes)
     if c == 2:
         return t.to(dtype)[:, None]
     return torch.nn.functional.one_hot(t, c).to(dtype)
@@ -72,7 +88,7 @@ def fit_mlp_classifier(X, y, n_classes: int, widths, *, init_scale=1.0, activati
     ``init_scale`` is one number or one per layer (e.g. ``[0.1, 1.0, 1.0]`` for a small first layer).
     ``callback(net, record)`` runs every ``eval_every`` epochs (default: only after the last) as in
     :func:`rfm.nets.train`, whose other arguments these are. Returns the trained network (in eval mode)."""
-    t, c = _class_indices(y, n_classes)
+    t, c = class_indices(y, n_classes)
     X = torch.as_tensor(X)
     if X.ndim != 2:
         raise ValueError(f"X must be a 2-D tensor (n, d), got shape {tuple(X.shape)}")
@@ -92,7 +108,11 @@ def fit_mlp_classifier(X, y, n_classes: int, widths, *, init_scale=1.0, activati
 @torch.no_grad()
 def predict_classes(net: MLP, X) -> torch.Tensor:
     """The classes (a CPU long tensor) a network trained by :func:`fit_mlp_classifier` predicts for the rows of X."""
-    _check_mlp(net, "net")
+    check_mlp(net, "net")
     param = next(net.parameters())
     X = torch.as_tensor(X).to(device=param.device, dtype=param.dtype)
     return decode_label_codes(net(X)).cpu()
+
+
+# rfm.models.conv still imports the pre-0.2 private name; it goes when it imports class_indices.
+_class_indices = class_indices

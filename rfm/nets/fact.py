@@ -29,9 +29,9 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .._checks import check_matrix, check_number
+from .._checks import check_choice_str, check_matrix, check_number
 from ..metrics import matrix_correlation
-from .mlp import LOSSES, MLP, _check_choice_str, _check_input_features, _check_mlp, _prepare_targets, layer_agop
+from .mlp import LOSSES, MLP, check_input_features, check_mlp, layer_agop, prepare_targets
 
 __all__ = ["fact_matrix", "fact_residual", "fact_table", "gradient_norm", "layer_loss_gradients", "polish_lbfgs",
            "regularized_loss", "sample_losses"]
@@ -40,19 +40,19 @@ __all__ = ["fact_matrix", "fact_residual", "fact_table", "gradient_norm", "layer
 def sample_losses(out: torch.Tensor, Y: torch.Tensor, loss: str = "mse") -> torch.Tensor:
     """The per-sample losses l_i whose mean is :func:`rfm.nets.train`'s loss: (1/c) ‖f_i - y_i‖^2, or the
     cross-entropy of integer labels; shape (n,)."""
-    _check_choice_str("loss", loss, LOSSES)
+    check_choice_str("loss", loss, LOSSES)
     if loss == "mse":
         return (out - Y).square().mean(1)
     return nn.functional.cross_entropy(out, Y, reduction="none")
 
 
 def _data(model, X, y, loss):
-    _check_mlp(model)
-    _check_choice_str("loss", loss, LOSSES)
+    check_mlp(model)
+    check_choice_str("loss", loss, LOSSES)
     param = next(model.parameters())
     X = check_matrix(X, "X", dtype=param.dtype, device=param.device).detach()
-    _check_input_features(X, model, "X")
-    return X, _prepare_targets(y, X.shape[0], loss, param.dtype, param.device)
+    check_input_features(X, model, "X")
+    return X, prepare_targets(y, X.shape[0], loss, param.dtype, param.device)
 
 
 def layer_loss_gradients(model: MLP, X, y, layer: int = 0, *, loss: str = "mse"):
@@ -100,7 +100,7 @@ def fact_table(model: MLP, X, y, *, weight_decay: float, layers=None, loss: str 
     """One row per layer: ``layer``, ``fact_corr`` = corr(W^T W, FACT_l), ``nfa_corr`` = corr(W^T W,
     AGOP_l^{1/2}) (AGOP of the network's outputs with respect to the layer input, uncentred) and ``residual``
     (:func:`fact_residual`); correlations of the flattened matrices (:func:`rfm.metrics.matrix_correlation`)."""
-    _check_mlp(model)
+    check_mlp(model)
     layers = range(model.n_layers) if layers is None else layers
     rows = []
     for layer in layers:

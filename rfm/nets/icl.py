@@ -1,19 +1,16 @@
-r"""In-context learning on synthetic prompts: task pools, the feature map psi, SGPT, online training.
+r"""In-context learning: the attention feature map psi, networks on prompts (PromptMLP, SGPT), online training.
 
 The setting of Abedsoltan, Radhakrishnan, Wu & Belkin, *Context-scaling versus task-scaling in in-context
-learning* (arXiv 2410.12783). A **prompt** holds n context examples (x_j, y_j), x_j in R^d, and a query x_q whose
-label y_q is to be predicted; all n + 1 labels come from one **task** f, drawn from a pool of T tasks fixed before
-training (``n_tasks=T``) or fresh for every prompt (``n_tasks=None``, T infinite). *Context-scaling* is a test error
-that falls with n at fixed T; *task-scaling* one that falls with T at fixed n.
+learning* (arXiv 2410.12783). The prompts and task pools (:class:`~rfm.data.icl.Prompts`,
+:class:`~rfm.data.icl.LinearTasks`, :class:`~rfm.data.icl.ReLUTeacherTasks`), the prompt's representations
+(:func:`~rfm.data.icl.vectorise`, :func:`~rfm.data.icl.tokens`) and the Bayes-optimal ridge predictor
+(:func:`~rfm.data.icl.ridge_predict`) are data, in :mod:`rfm.data.icl`; their names are importable from here too.
+*Context-scaling* is a test error that falls with the context length n at a fixed number of tasks T;
+*task-scaling* one that falls with T at fixed n.
 
 What this module provides (the conventions below are ours unless said otherwise; see the chapter's notes on what
 was read in the paper):
 
-* tasks: :class:`LinearTasks` (y = <w, x> + noise, x ~ N(0, I_d), w ~ N(0, I_d), the convention of Garg et al.) and
-  :class:`ReLUTeacherTasks` (y = sum_k a_k relu(<v_k, x>) + noise, a two-layer ReLU teacher); their ``sample``
-  method returns a :class:`Prompts` batch, deterministically for a seed, and their ``sampler`` method the
-  function :func:`train_online` draws from (one context length, or a length drawn per batch from several);
-* :func:`vectorise`: the flattened prompt [x_1, y_1, ..., x_n, y_n, x_q], the input of an MLP on the prompt;
 * :func:`identity_attention`: one attention layer with key, query and value weights equal to the identity,
   out_i = sum_{j <= i} a_ij z_j with scores <z_i, z_j> normalised by ``"linear"`` (a_ij = <z_i, z_j> / i),
   ``"l1"`` (a_ij = <z_i, z_j> / sum_{k <= i} abs(<z_i, z_k>)) or ``"softmax"`` (a_ij = softmax_j(s <z_i, z_j>));
@@ -22,28 +19,28 @@ was read in the paper):
   psi_linear = (1/n) sum_j y_j <x_j, x_q>, the prediction of one gradient step of size 1 from w = 0 on the
   prompt's least squares loss (1/(2n)) sum_j (y_j - <w, x_j>)^2; :func:`psi_linear_risk` is its risk in closed
   form on isotropic linear tasks;
-* :func:`ridge_predict`: ridge regression on each prompt (with ridge = noise variance the Bayes-optimal predictor
-  of :class:`LinearTasks`, whose prior is w ~ N(0, I_d));
 * :class:`PromptMLP`: an :class:`rfm.nets.MLP` on features of the prompt: ``("vec",)``, ``("psi",)`` or
   ``("psi", "vec")`` (concatenated);
 * :class:`SGPT`: a simplified GPT: a linear read-in of the tokens, blocks of [identity-KQV causal attention +
   residual, MLP + residual] without layer normalisation, a linear read-out at the query; with learned key, query
   and value weights and layer normalisation the same module is the small standard transformer of the controls;
-* :func:`train_online`: Adam (or SGD) on fresh prompts at every step, the loss the squared error at the query;
-  :func:`evaluate` is the mean squared error on a fixed batch of prompts.
+* :func:`train_online`: Adam (or SGD) on fresh prompts at every step, the loss the squared error at the query,
+  through the one training loop :func:`rfm.nets.training.fit`; :func:`evaluate` is the mean squared error on a
+  fixed batch of prompts.
 """
 from __future__ import annotations
 
 import math
-import numbers
-from dataclasses import dataclass
 
 import torch
 from torch import nn
 
 from .._checks import check_choice, check_number, resolve_dtype
-from .mlp import MLP, _check_generator, num_threads
-from ..utils import make_generator
+# the prompts, task pools and their representations are data (rfm.data.icl); their names stay importable from here
+from ..data.icl import LinearTasks, Prompts, ReLUTeacherTasks, check_prompts, ridge_predict, tokens, vectorise
+from ..utils import check_generator, make_generator
+from .mlp import MLP
+from .training import fit
 
 __all__ = ["ATTENTIONS", "FEATURES", "LinearTasks", "PromptMLP", "Prompts", "ReLUTeacherTasks", "SGPT", "evaluate",
            "identity_attention", "psi", "psi_linear", "psi_linear_risk", "ridge_predict", "tokens", "train_online",
@@ -56,205 +53,7 @@ FEATURES = ("psi", "vec")
 
 
 # ----------------------------------------------------------------------------------------------------------------
-# Prompts
-
-
-@dataclass
-class Prompts:
-    """A batch of B prompts with n context examples each.
-
-    ``X`` (B, n, d) context inputs, ``y`` (B, n) their labels, ``x_query`` (B, d), ``y_query`` (B,) the query's
-    label (the target), ``task_index`` (B,) the pool index of each prompt's task (-1 for fresh tasks)."""
-
-    X: torch.Tensor
-    y: torch.Tensor
-    x_query: torch.Tensor
-    y_query: torch.Tensor
-    task_index: torch.Tensor | None = None
-
-    def __post_init__(self):
-        for name in ("X", "y", "x_query", "y_query"):
-            if not isinstance(getattr(self, name), torch.Tensor):
-                raise TypeError(f"Prompts.{name} must be a torch.Tensor, got {type(getattr(self, name)).__name__}")
-        if self.X.ndim != 3:
-            raise ValueError(f"Prompts.X must have shape (B, n, d), got {tuple(self.X.shape)}")
-        B, n, d = self.X.shape
-        if n < 1:
-            raise ValueError("Prompts.X has no context examples (n = 0); a prompt needs n >= 1")
-        if tuple(self.y.shape) != (B, n):
-            raise ValueError(f"Prompts.y must have shape (B, n) = {(B, n)} to match X, got {tuple(self.y.shape)}")
-        if tuple(self.x_query.shape) != (B, d):
-            raise ValueError(f"Prompts.x_query must have shape (B, d) = {(B, d)}, got {tuple(self.x_query.shape)}")
-        if tuple(self.y_query.shape) != (B,):
-            raise ValueError(f"Prompts.y_query must have shape (B,) = {(B,)}, got {tuple(self.y_query.shape)}")
-        for name in ("X", "y", "x_query", "y_query"):
-            t = getattr(self, name)
-            if not t.is_floating_point():
-                raise TypeError(f"Prompts.{name} must be a floating-point tensor, got {t.dtype}")
-            if not torch.isfinite(t).all():
-                raise ValueError(f"Prompts.{name} contains NaN or infinite values")
-
-    def __len__(self) -> int:
-        return self.X.shape[0]
-
-    @property
-    def n_context(self) -> int:
-        return self.X.shape[1]
-
-    @property
-    def d(self) -> int:
-        return self.X.shape[2]
-
-    def to(self, dtype=None, device=None) -> "Prompts":
-        """A copy with the tensors in ``dtype`` (float32/float64) and on ``device``."""
-        dtype = resolve_dtype(dtype) if dtype is not None else self.X.dtype
-        conv = lambda t: t.to(dtype=dtype, device=device)  # noqa: E731
-        return Prompts(conv(self.X), conv(self.y), conv(self.x_query), conv(self.y_query), self.task_index)
-
-    def __getitem__(self, idx) -> "Prompts":
-        """The prompts ``idx`` (an int, slice or index tensor), as a batch."""
-        if isinstance(idx, numbers.Integral):
-            idx = slice(int(idx), int(idx) + 1) if idx != -1 else slice(-1, None)
-        ti = None if self.task_index is None else self.task_index[idx]
-        return Prompts(self.X[idx], self.y[idx], self.x_query[idx], self.y_query[idx], ti)
-
-
-def _check_prompts(prompts, name="prompts") -> Prompts:
-    if not isinstance(prompts, Prompts):
-        raise TypeError(f"{name} must be an rfm.nets.icl.Prompts batch (e.g. from LinearTasks(d).sample(...)), got "
-                        f"{type(prompts).__name__}")
-    return prompts
-
-
-# ----------------------------------------------------------------------------------------------------------------
-# Tasks
-
-
-class _Tasks:
-    """Shared machinery: a pool of ``n_tasks`` task parameters drawn once from ``generator``, or fresh ones."""
-
-    def __init__(self, d, *, n_tasks=None, noise=0.0, generator=0, dtype="float32"):
-        check_number("d", d, low=1, integer=True)
-        if n_tasks is not None:
-            check_number("n_tasks", n_tasks, low=1, integer=True)
-        check_number("noise", noise, low=0)
-        self.d, self.n_tasks, self.noise = int(d), (None if n_tasks is None else int(n_tasks)), float(noise)
-        self.dtype = resolve_dtype(dtype)
-        self.pool = None
-        if self.n_tasks is not None:
-            self.pool = self._draw_params(self.n_tasks, _check_generator(generator))
-
-    def _draw_params(self, m, g):  # pragma: no cover - abstract
-        raise NotImplementedError
-
-    def _labels(self, params, X):  # pragma: no cover - abstract
-        raise NotImplementedError
-
-    def sample(self, n_prompts: int, n_context: int, generator=0) -> Prompts:
-        """``n_prompts`` prompts with ``n_context`` examples each, drawn from ``generator`` (a seed or a CPU
-        ``torch.Generator``): a task per prompt (uniform over the pool, or fresh), x ~ N(0, I_d) for the n + 1
-        points, labels with N(0, noise^2) noise on every label, the query's included. Float64 draws, returned in
-        the tasks' dtype, so a seed gives the same prompts in float32 and float64."""
-        check_number("n_prompts", n_prompts, low=1, integer=True)
-        check_number("n_context", n_context, low=1, integer=True)
-        g = _check_generator(generator)
-        B, n = int(n_prompts), int(n_context)
-        if self.pool is None:
-            params = self._draw_params(B, g)
-            index = torch.full((B,), -1, dtype=torch.long)
-        else:
-            index = torch.randint(self.n_tasks, (B,), generator=g)
-            params = tuple(p[index] for p in self.pool)
-        Xall = torch.randn(B, n + 1, self.d, generator=g, dtype=torch.float64)
-        yall = self._labels(params, Xall)
-        if self.noise > 0:
-            yall = yall + self.noise * torch.randn(B, n + 1, generator=g, dtype=torch.float64)
-        c = lambda t: t.to(self.dtype)  # noqa: E731
-        return Prompts(c(Xall[:, :n]), c(yall[:, :n]), c(Xall[:, n]), c(yall[:, n]), index)
-
-
-    def sampler(self, n_context):
-        """A function ``sample(batch_size, generator) -> Prompts`` for :func:`train_online`.
-
-        ``n_context`` an int (every batch has that many context examples) or a sequence of ints (each batch draws
-        its length uniformly from them, from the same generator, so that one sequence model is trained for all
-        of them at once)."""
-        if isinstance(n_context, numbers.Integral):
-            check_number("n_context", n_context, low=1, integer=True)
-            n = int(n_context)
-            return lambda b, g: self.sample(b, n, g)
-        try:
-            lengths = [int(check_number("n_context", v, low=1, integer=True)) for v in n_context]
-        except TypeError:
-            raise TypeError(f"n_context must be an int or a sequence of ints, got {n_context!r}") from None
-        if not lengths:
-            raise ValueError("n_context is an empty sequence; give at least one context length")
-
-        def sample(b, g):
-            g = _check_generator(g)
-            n = lengths[int(torch.randint(len(lengths), (1,), generator=g))]
-            return self.sample(b, n, g)
-        return sample
-
-
-class LinearTasks(_Tasks):
-    """Linear regression tasks y = <w, x> + noise with w ~ N(0, I_d) and x ~ N(0, I_d).
-
-    ``n_tasks`` T: a pool of T weight vectors drawn once from ``generator`` (the pre-training tasks); None: a fresh
-    w for every prompt. ``noise`` the label noise's standard deviation. ``weights`` is the pool (T, d) or None."""
-
-    def _draw_params(self, m, g):
-        return (torch.randn(m, self.d, generator=g, dtype=torch.float64),)
-
-    def _labels(self, params, X):
-        (w,) = params
-        return torch.einsum("bnd,bd->bn", X, w)
-
-    @property
-    def weights(self):
-        return None if self.pool is None else self.pool[0]
-
-
-class ReLUTeacherTasks(_Tasks):
-    """Two-layer ReLU teacher tasks y = sqrt(2 / width) sum_k a_k relu(<v_k, x>) + noise.
-
-    Every task has its own v_k ~ N(0, I_d) (k = 1..``width``) and a_k ~ N(0, 1); the factor sqrt(2 / width) makes
-    E[y^2] = d for x ~ N(0, I_d) (E relu(g)^2 = 1/2 for g ~ N(0, 1), times E[v_k^2 sum] = d), the label scale of
-    :class:`LinearTasks`. ``n_tasks`` and ``noise`` as there."""
-
-    def __init__(self, d, *, width=100, n_tasks=None, noise=0.0, generator=0, dtype="float32"):
-        check_number("width", width, low=1, integer=True)
-        self.width = int(width)
-        super().__init__(d, n_tasks=n_tasks, noise=noise, generator=generator, dtype=dtype)
-
-    def _draw_params(self, m, g):
-        V = torch.randn(m, self.width, self.d, generator=g, dtype=torch.float64)
-        a = torch.randn(m, self.width, generator=g, dtype=torch.float64)
-        return V, a
-
-    def _labels(self, params, X):
-        V, a = params
-        H = torch.relu(torch.einsum("bnd,bkd->bnk", X, V))
-        return math.sqrt(2.0 / self.width) * torch.einsum("bnk,bk->bn", H, a)
-
-
-# ----------------------------------------------------------------------------------------------------------------
 # Features
-
-
-def vectorise(prompts: Prompts) -> torch.Tensor:
-    """The flattened prompt [x_1, y_1, x_2, y_2, ..., x_n, y_n, x_q], shape (B, n (d + 1) + d)."""
-    p = _check_prompts(prompts)
-    pairs = torch.cat([p.X, p.y.unsqueeze(-1)], dim=-1).reshape(len(p), -1)
-    return torch.cat([pairs, p.x_query], dim=1)
-
-
-def tokens(prompts: Prompts) -> torch.Tensor:
-    """The prompt as n + 1 tokens z_j = [x_j, y_j] and z_q = [x_q, 0], shape (B, n + 1, d + 1)."""
-    p = _check_prompts(prompts)
-    ctx = torch.cat([p.X, p.y.unsqueeze(-1)], dim=-1)
-    q = torch.cat([p.x_query, torch.zeros_like(p.x_query[:, :1])], dim=-1)
-    return torch.cat([ctx, q.unsqueeze(1)], dim=1)
 
 
 def _check_attention(attention):
@@ -312,7 +111,7 @@ def psi(prompts: Prompts, attention: str = "linear", *, scale: float | None = No
     The scores are <z_q, z_j> = <x_q, x_j>; the last coordinate is the attention-weighted label average, e.g.
     :func:`psi_linear` for ``attention="linear"``, a kernel smoother of the labels for the others. ``scale`` as in
     :func:`identity_attention` (1/sqrt(d + 1) by default)."""
-    p = _check_prompts(prompts)
+    p = check_prompts(prompts)
     _check_attention(attention)
     if scale is None:
         scale = 1.0 / math.sqrt(p.d + 1)
@@ -326,7 +125,7 @@ def psi(prompts: Prompts, attention: str = "linear", *, scale: float | None = No
 def psi_linear(prompts: Prompts) -> torch.Tensor:
     """psi_linear = (1/n) sum_j y_j <x_j, x_q>, shape (B,): the prediction <w_1, x_q> of one gradient step of size 1
     from w_0 = 0 on (1/(2n)) sum_j (y_j - <w, x_j>)^2, whose gradient at 0 is -(1/n) sum_j y_j x_j."""
-    p = _check_prompts(prompts)
+    p = check_prompts(prompts)
     return torch.einsum("bn,bnd,bd->b", p.y, p.X, p.x_query) / p.n_context
 
 
@@ -342,23 +141,6 @@ def psi_linear_risk(n_context: int, d: int, noise: float = 0.0) -> float:
     check_number("noise", noise, low=0)
     n, s2 = float(n_context), float(noise) ** 2
     return d * (d + 1) / n + s2 * d / n + s2
-
-
-def ridge_predict(prompts: Prompts, ridge: float = 0.0) -> torch.Tensor:
-    """Ridge regression on each prompt's context, evaluated at its query, shape (B,).
-
-    w = (X^T X + ridge I)^{-1} X^T y; ridge = 0 gives the minimum-norm least squares solution (pseudo-inverse,
-    also for n < d). For :class:`LinearTasks` (prior w ~ N(0, I_d)) ridge = noise^2 is the posterior mean, the
-    Bayes-optimal predictor under squared error."""
-    p = _check_prompts(prompts)
-    check_number("ridge", ridge, low=0)
-    X, y = p.X.to(torch.float64), p.y.to(torch.float64)
-    if ridge > 0:
-        G = X.transpose(1, 2) @ X + ridge * torch.eye(p.d, dtype=torch.float64, device=X.device)
-        w = torch.linalg.solve(G, (X.transpose(1, 2) @ y.unsqueeze(-1))).squeeze(-1)
-    else:
-        w = (torch.linalg.pinv(X) @ y.unsqueeze(-1)).squeeze(-1)
-    return torch.einsum("bd,bd->b", w, p.x_query.to(torch.float64)).to(p.X.dtype)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -399,7 +181,7 @@ class PromptMLP(nn.Module):
         self.mlp = MLP(d_in, widths, 1, activation=activation, bias=bias, generator=generator, dtype=dtype)
 
     def featurize(self, prompts: Prompts) -> torch.Tensor:
-        p = _check_prompts(prompts)
+        p = check_prompts(prompts)
         if (p.n_context, p.d) != (self.n_context, self.d):
             raise ValueError(f"the prompts have n = {p.n_context} context examples in d = {p.d}, but this network "
                              f"was built for n = {self.n_context}, d = {self.d}")
@@ -440,7 +222,7 @@ class SGPT(nn.Module):
         self.d = int(d)
         D = self.d + 1 if embed_dim is None else int(embed_dim)
         self.embed_dim, self.scale = D, scale
-        g = _check_generator(generator)
+        g = check_generator(generator)
         dt = resolve_dtype(dtype)
         for name, value in (("learned_kqv", learned_kqv), ("layer_norm", layer_norm)):
             if not isinstance(value, bool):
@@ -461,7 +243,7 @@ class SGPT(nn.Module):
 
     def hidden(self, prompts: Prompts) -> torch.Tensor:
         """The tokens after the last block, shape (B, n + 1, D)."""
-        p = _check_prompts(prompts)
+        p = check_prompts(prompts)
         if p.d != self.d:
             raise ValueError(f"the prompts have d = {p.d} but this SGPT was built for d = {self.d}")
         h = tokens(p)
@@ -492,7 +274,7 @@ class SGPT(nn.Module):
 @torch.no_grad()
 def evaluate(model, prompts: Prompts) -> float:
     """Mean squared error of ``model(prompts)`` against the query labels (prompts cast to the model's dtype)."""
-    p = _check_prompts(prompts)
+    p = check_prompts(prompts)
     param = next(model.parameters())
     p = p.to(param.dtype, param.device)
     out = model(p)
@@ -506,14 +288,41 @@ def train_online(model: nn.Module, sample, *, steps: int, batch_size: int = 64, 
                  eval_prompts: Prompts | None = None, eval_every: int | None = None) -> list[dict]:
     """Train ``model`` (prompts -> (B,) predictions) in place on fresh prompts at every step; return its history.
 
-    ``sample(batch_size, generator)`` draws a :class:`Prompts` batch, e.g.
-    ``lambda b, g: tasks.sample(b, n, g)``, from the one generator seeded by ``generator`` (so a seed fixes the
-    whole stream of prompts). The loss is the mean squared error at the query; ``optimizer`` "adam" or "sgd" with
-    learning rate ``lr``, kept constant (``schedule="constant"``) or decayed to 0 along a half cosine
-    (``"cosine"``: lr (1 + cos(pi t / steps)) / 2 at step t + 1, which lowers the noise of the last iterate). Every ``eval_every`` steps (and at the last) a record {"step", "train_loss" (mean over
-    the steps since the last record), "eval_mse" (on ``eval_prompts``, if given)} is stored. ``threads`` torch CPU
-    threads during training (1 by default: small models are fastest on one thread). A non-finite loss raises
-    ``FloatingPointError``."""
+    Each step draws a batch ``sample(batch_size, generator)`` from the one generator seeded by ``generator`` (so a
+    seed fixes the whole stream of prompts) and is one step of :func:`rfm.nets.training.fit` on the mean squared
+    error at the query. Every ``eval_every`` steps (and at the last) a record {"step", "train_loss" (mean over the
+    steps since the last record), "eval_mse" (on ``eval_prompts``, if given)} is stored. A non-finite loss raises
+    ``FloatingPointError``.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        Maps a :class:`~rfm.data.icl.Prompts` batch to (B,) predictions; trained in place.
+    sample : callable
+        ``sample(batch_size, generator) -> Prompts``, e.g. ``tasks.sampler(n)``.
+    steps, batch_size : int
+        The number of steps and of prompts per step.
+    lr : float
+        The learning rate.
+    optimizer : {"adam", "sgd"}
+        The optimizer.
+    schedule : {"constant", "cosine"}
+        The learning rate kept constant, or decayed to 0 along a half cosine, lr (1 + cos(pi t / steps)) / 2 at
+        step t + 1 (which lowers the noise of the last iterate).
+    generator : int or torch.Generator
+        Seed or generator of the prompts.
+    threads : int, optional
+        torch CPU threads during training (1 by default: small models are fastest on one thread).
+    eval_prompts : Prompts, optional
+        A fixed batch to measure at the records.
+    eval_every : int, optional
+        Record every this many steps (default: only at the end).
+
+    Returns
+    -------
+    list of dict
+        The records.
+    """
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module taking Prompts, got {type(model).__name__}")
     if not callable(sample):
@@ -529,7 +338,7 @@ def train_online(model: nn.Module, sample, *, steps: int, batch_size: int = 64, 
         raise TypeError(f"schedule must be 'constant' or 'cosine', got {schedule!r}")
     check_choice("schedule", schedule, ("constant", "cosine"))
     if eval_prompts is not None:
-        _check_prompts(eval_prompts, "eval_prompts")
+        check_prompts(eval_prompts, "eval_prompts")
     eval_every = int(steps) if eval_every is None else int(check_number("eval_every", eval_every, low=1,
                                                                           integer=True))
     g = make_generator(generator) if not isinstance(generator, torch.Generator) else generator
@@ -538,31 +347,32 @@ def train_online(model: nn.Module, sample, *, steps: int, batch_size: int = 64, 
     total_steps = int(steps)
     factor = ((lambda t: 0.5 * (1.0 + math.cos(math.pi * t / total_steps))) if schedule == "cosine"
               else (lambda t: 1.0))
-    history, total, count = [], 0.0, 0
+    history, running = [], {"total": 0.0, "count": 0}
+
+    def prompt_loss(step):
+        p = check_prompts(sample(int(batch_size), g), "sample(...)").to(param.dtype, param.device)
+        for group in opt.param_groups:
+            group["lr"] = lr * factor(step - 1)
+        out = model(p)
+        if step == 1 and out.shape != p.y_query.shape:
+            raise ValueError(f"the model returns shape {tuple(out.shape)} for {len(p)} prompts; expected "
+                             f"({len(p)},)")
+        return ((out - p.y_query) ** 2).mean()
+
+    def record(step, loss):
+        running["total"], running["count"] = running["total"] + float(loss), running["count"] + 1
+        if step % eval_every == 0 or step == steps:
+            rec = {"step": step, "train_loss": running["total"] / running["count"]}
+            if eval_prompts is not None:
+                rec["eval_mse"] = evaluate(model, eval_prompts)
+            history.append(rec)
+            running["total"], running["count"] = 0.0, 0
+        return False
+
+    def diverged(step, value):
+        return FloatingPointError(f"the training loss became {value} at step {step}: lower lr (now {lr:g})")
+
     model.train()
-    with num_threads(threads), torch.enable_grad():
-        for step in range(1, int(steps) + 1):
-            p = sample(int(batch_size), g)
-            p = _check_prompts(p, "sample(...)").to(param.dtype, param.device)
-            for group in opt.param_groups:
-                group["lr"] = lr * factor(step - 1)
-            opt.zero_grad(set_to_none=True)
-            out = model(p)
-            if step == 1 and out.shape != p.y_query.shape:
-                raise ValueError(f"the model returns shape {tuple(out.shape)} for {len(p)} prompts; expected "
-                                 f"({len(p)},)")
-            loss = ((out - p.y_query) ** 2).mean()
-            value = float(loss.detach())
-            if not math.isfinite(value):
-                raise FloatingPointError(f"the training loss became {value} at step {step}: lower lr (now {lr:g})")
-            loss.backward()
-            opt.step()
-            total, count = total + value, count + 1
-            if step % eval_every == 0 or step == steps:
-                rec = {"step": step, "train_loss": total / count}
-                if eval_prompts is not None:
-                    rec["eval_mse"] = evaluate(model, eval_prompts)
-                history.append(rec)
-                total, count = 0.0, 0
+    fit(opt, prompt_loss, int(steps), callback=record, diverged=diverged, threads=threads)
     model.eval()
     return history

@@ -17,7 +17,6 @@ the trained network and for the same network at initialisation.
 """
 from __future__ import annotations
 
-import contextlib
 import copy
 import math
 import numbers
@@ -27,11 +26,14 @@ import torch
 from torch import nn
 from tqdm import tqdm
 
-from .._checks import check_choice, check_matrix, check_number, check_targets, resolve_dtype
+from .._checks import (check_bool, check_choice, check_choice_str, check_matrix, check_number, check_targets,
+                       resolve_dtype)
 from ..core.agop import agop
 from ..core.feature_matrix import feature_update
+from ..data.modular import ModularData, check_prime
 from ..metrics import matrix_correlation
-from ..utils import get_device, make_generator
+from ..utils import check_generator, get_device
+from .training import fit, num_threads
 
 #: The activations of :class:`MLP` by name (``activation=``).
 ACTIVATIONS = {
@@ -47,23 +49,22 @@ INITS = ("normal", "uniform")
 
 
 # ----------------------------------------------------------------------------------------------------------------
-# Argument checks (private: the shared ones are in rfm._checks)
+# Argument checks (the ones every module needs are in rfm._checks; these are about networks)
 
 
-def _check_bool(name, value):
-    if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name} must be True or False, got {value!r} of type {type(value).__name__}")
-    return bool(value)
+def check_widths(widths) -> list[int]:
+    """The hidden-layer widths of an MLP as a list of positive ints.
 
+    Parameters
+    ----------
+    widths : sequence of int
+        One width per hidden layer; ``[]`` for a linear model.
 
-def _check_choice_str(name, value, choices):
-    if not isinstance(value, str):
-        raise TypeError(f"{name} must be a string, one of {sorted(choices)}, got {value!r} of type "
-                        f"{type(value).__name__}")
-    return check_choice(name, value, choices)
-
-
-def _check_widths(widths) -> list[int]:
+    Returns
+    -------
+    list of int
+        The widths.
+    """
     if isinstance(widths, numbers.Integral) and not isinstance(widths, bool):
         raise TypeError(f"widths must be a list or tuple of hidden-layer widths, got the int {widths!r}; for one "
                         f"hidden layer of width {widths} write [{widths}] (and [] for a linear model)")
@@ -98,20 +99,6 @@ def _check_init_scale(init_scale, n_layers: int) -> list[float]:
     for l, s in enumerate(scales):
         check_number(f"init_scale[{l}]", s, low=0)
     return [float(s) for s in scales]
-
-
-def _check_generator(generator) -> torch.Generator:
-    if isinstance(generator, torch.Generator):
-        if generator.device.type != "cpu":
-            raise ValueError(f"generator must be a CPU torch.Generator (random draws are made on the CPU and "
-                             f"moved), got one on {generator.device}; use torch.Generator().manual_seed(seed)")
-        return generator
-    if isinstance(generator, bool) or not isinstance(generator, numbers.Integral):
-        raise TypeError(f"generator must be an integer seed or a torch.Generator, got {generator!r} of type "
-                        f"{type(generator).__name__}")
-    if generator < 0:
-        raise ValueError(f"generator (a seed) must be >= 0, got {generator!r}")
-    return make_generator(int(generator))
 
 
 NORMALIZE = ("max", "trace", "fro")
@@ -152,15 +139,43 @@ def _check_str_list(name, values):
     return values
 
 
-def _check_mlp(model, name="model") -> "MLP":
+def check_mlp(model, name="model") -> "MLP":
+    """Raise unless ``model`` is an :class:`MLP`.
+
+    Parameters
+    ----------
+    model : object
+        The model to check.
+    name : str
+        Its name, for the error message.
+
+    Returns
+    -------
+    MLP
+        ``model``.
+    """
     if not isinstance(model, MLP):
         raise TypeError(f"{name} must be an rfm.nets.MLP (its layers and initial weights are read), got "
                         f"{type(model).__name__}; build the network with rfm.nets.MLP(d_in, [width], d_out)")
     return model
 
 
-def _check_input_features(X: torch.Tensor, model, name="X"):
-    """For an MLP, X must have as many columns as its first layer has inputs."""
+def check_input_features(X: torch.Tensor, model, name="X"):
+    """For an MLP, raise unless X has as many columns as its first layer has inputs (other models pass).
+
+    Parameters
+    ----------
+    X : torch.Tensor
+        The inputs, shape (n, d).
+    model : torch.nn.Module
+        The network.
+    name : str
+        The inputs' name, for the error message.
+
+    Returns
+    -------
+    None
+    """
     if isinstance(model, MLP):
         d = model.layers[0].in_features
         if X.shape[1] != d:
@@ -188,18 +203,18 @@ class MLP(nn.Module):
                  init: str = "normal", init_scale=1.0, generator=0, dtype="float32", device=None):
         super().__init__()
         check_number("d_in", d_in, low=1, integer=True)
-        widths = _check_widths(widths)
+        widths = check_widths(widths)
         check_number("d_out", d_out, low=1, integer=True)
-        _check_choice_str("activation", activation, ACTIVATIONS)
-        _check_choice_str("init", init, INITS)
-        _check_bool("bias", bias)
+        check_choice_str("activation", activation, ACTIVATIONS)
+        check_choice_str("init", init, INITS)
+        check_bool("bias", bias)
         dims = [int(d_in), *widths, int(d_out)]
         n_layers = len(dims) - 1
         scales = _check_init_scale(init_scale, n_layers)
         self.activation, self.init, self.init_scale = activation, init, scales
         self.act = ACTIVATIONS[activation]
         dtype, device = resolve_dtype(dtype), get_device(device) if device is not None else torch.device("cpu")
-        g = _check_generator(generator)
+        g = check_generator(generator)
         self.layers = nn.ModuleList()
         for l, (a, b) in enumerate(zip(dims[:-1], dims[1:])):
             lin = nn.Linear(a, b, bias=bias, dtype=dtype)
@@ -261,6 +276,45 @@ class MLP(nn.Module):
         return net
 
 
+def quadratic_net(p: int, width: int = 256, *, init_scale: float = 1.0, generator=0, dtype="float64",
+                  device=None):
+    """The network of the paper's ``train_net.py`` for modulus ``p``: f(u) = W2 (W1 u)^2, u in R^{2p}, R^p out,
+    no biases, every entry of a layer with fan-in m drawn from U[-s/sqrt(m), s/sqrt(m)] with s = ``init_scale``
+    (the scaled Kaiming-uniform initialisation of the paper's code). It is
+
+        rfm.nets.MLP(2p, [width], p, activation="quadratic", init="uniform", init_scale=s, bias=False)
+
+    Train it with :func:`rfm.nets.train` (AdamW, ``loss="mse"`` on the one-hot targets, ``batch_size=32``) and a
+    :class:`rfm.nets.callbacks.NetworkProgress` callback. Passing the *same* ``torch.Generator`` as ``generator``
+    here and to ``nets.train`` draws the initial weights and then the mini-batch permutations from one stream, as
+    the paper's code does with its one seed.
+
+    Parameters
+    ----------
+    p : int
+        The prime modulus (inputs R^{2p}, outputs R^p).
+    width : int
+        The number of hidden units.
+    init_scale : float
+        s in U[-s/sqrt(m), s/sqrt(m)].
+    generator : int or torch.Generator
+        Seed or generator of the initial weights.
+    dtype, device
+        As in torch.
+
+    Returns
+    -------
+    MLP
+        The network.
+    """
+    if isinstance(p, ModularData):
+        raise TypeError("quadratic_net takes the modulus p, not the data set: pass data.p")
+    p = check_prime(p)
+    check_number("width", width, low=1, integer=True)
+    return MLP(2 * p, [int(width)], p, activation="quadratic", init="uniform", init_scale=init_scale, bias=False,
+               generator=generator, dtype=dtype, device=device)
+
+
 # ----------------------------------------------------------------------------------------------------------------
 # Training
 
@@ -276,7 +330,27 @@ def _loss_fn(loss):
     return lambda out, y: nn.functional.cross_entropy(out, y)
 
 
-def _prepare_targets(y, n, loss, dtype, device, name="y", x_name="X"):
+def prepare_targets(y, n, loss, dtype, device, name="y", x_name="X"):
+    """Targets as a tensor for ``loss``: finite (n, c) floats for "mse", 1-D integer labels >= 0 for "ce".
+
+    Parameters
+    ----------
+    y : array-like or torch.Tensor
+        The targets, one per row of the inputs.
+    n : int
+        The number of rows of the inputs.
+    loss : {"mse", "ce"}
+        The loss the targets are for.
+    dtype, device
+        The dtype ("mse") and device of the result.
+    name, x_name : str
+        The names of the targets and of the inputs, for the error messages.
+
+    Returns
+    -------
+    torch.Tensor
+        (n, c) floats for "mse", (n,) long labels for "ce".
+    """
     if y is None:
         raise ValueError(f"{name} is None; pass the targets, one per row of {x_name}")
     if loss == "mse":
@@ -329,29 +403,63 @@ def train(model: nn.Module, X, y, *, loss: str = "mse", optimizer="sgd", lr: flo
           epochs: int = 100, batch_size: int | None = None, momentum: float = 0.0, weight_decay: float = 0.0,
           X_val=None, y_val=None, metric=None, eval_every: int = 1, callback=None, generator=0,
           threads: int | None = None, progress: bool = False, record_initial: bool = False) -> list[dict]:
-    """Train ``model`` in place and return its history, one record per evaluated epoch.
+    """Train ``model`` in place on (X, y) by epochs of mini-batches and return its history, one record per
+    evaluated epoch.
 
-    ``loss`` "mse" (targets (n,) or (n, c), e.g. one-hot; mean over samples and outputs) or "ce" (integer labels);
-    ``optimizer`` "sgd" (with ``momentum``), "adam", or a ``torch.optim.Optimizer`` already built on the model's
-    parameters (then ``lr``, ``momentum`` and ``weight_decay`` are its own); ``batch_size`` None means full-batch
-    gradient descent, else
-    mini-batches of a fresh permutation each epoch, drawn from ``generator`` (a seed or ``torch.Generator``).
-    Every ``eval_every`` epochs (and at the last) a record {"epoch", "train_loss", "val_loss", "val_metric"} is
-    stored, where train_loss is the mean batch loss over the epoch and ``metric(outputs, y_val)`` is optional.
-    ``callback(model, record)`` runs after each record and may return True to stop. ``threads`` sets torch's CPU
-    threads for the duration of training and restores them after: small networks train fastest on one thread (on
-    a busy 2-core machine one Adam step of a 50-256-1 network took 1 ms on one thread and 9 ms on two). With
-    ``record_initial`` a record for epoch 0 (the initial loss on all of X) comes first. Quiet unless ``progress``.
+    Each mini-batch is one step of the package's one training loop, :func:`rfm.nets.training.fit`. Every
+    ``eval_every`` epochs (and at the last) a record {"epoch", "train_loss", "val_loss", "val_metric"} is stored,
+    where train_loss is the mean batch loss over the epoch (weighted by batch size) and the validation entries are
+    there when ``X_val``, ``y_val`` (and ``metric``) are given. The inputs are checked before training (finite,
+    matching lengths, outputs that fit the targets); a loss that becomes NaN or infinite raises
+    ``FloatingPointError`` naming the epoch, before the step that would write it into the weights.
 
-    The inputs are checked before training (finite, matching lengths, outputs that fit the targets); a loss that
-    becomes NaN or infinite during training raises ``FloatingPointError`` naming the epoch."""
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The network (e.g. :class:`MLP`), trained in place.
+    X, y : array-like
+        Inputs (n, d) and targets: (n,) or (n, c) for ``loss="mse"``, integer labels (n,) for ``"ce"``.
+    loss : {"mse", "ce"}
+        Mean squared error over samples and outputs, or cross-entropy.
+    optimizer : {"sgd", "adam"} or torch.optim.Optimizer
+        A name (then ``lr``, ``momentum``, ``weight_decay`` build it) or an optimizer already built on the model's
+        parameters.
+    lr, momentum, weight_decay : float
+        The named optimizer's settings (momentum for SGD only).
+    epochs : int
+        Passes over the data.
+    batch_size : int, optional
+        None: full-batch gradient descent; else mini-batches of a fresh permutation each epoch.
+    X_val, y_val : array-like, optional
+        Validation data, given together; only measured.
+    metric : callable, optional
+        ``metric(outputs, y_val) -> float``, recorded as "val_metric".
+    eval_every : int
+        Record every this many epochs (and at the last).
+    callback : callable, optional
+        ``callback(model, record)`` after each record; True stops training.
+    generator : int or torch.Generator
+        Seed or CPU generator of the mini-batch permutations.
+    threads : int, optional
+        torch CPU threads during training (restored after): small networks train fastest on one thread (on a
+        busy 2-core machine one Adam step of a 50-256-1 network took 1 ms on one thread and 9 ms on two).
+    progress : bool
+        Show a progress bar over the epochs.
+    record_initial : bool
+        First store a record for epoch 0, the initial loss on all of X.
+
+    Returns
+    -------
+    list of dict
+        The records.
+    """
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module (e.g. rfm.nets.MLP), got {type(model).__name__}")
     params = [q for q in model.parameters() if q.requires_grad]
     if not params:
         raise ValueError("model has no trainable parameters (none, or all with requires_grad=False): there is "
                          "nothing to train")
-    _check_choice_str("loss", loss, LOSSES)
+    check_choice_str("loss", loss, LOSSES)
     if isinstance(optimizer, torch.optim.Optimizer):
         ids = {id(q) for group in optimizer.param_groups for q in group["params"]}
         if not ids & {id(q) for q in params}:
@@ -376,13 +484,13 @@ def train(model: nn.Module, X, y, *, loss: str = "mse", optimizer="sgd", lr: flo
     if callback is not None and not callable(callback):
         raise TypeError(f"callback must be a function callback(model, record) -> bool, or None; got "
                         f"{type(callback).__name__}")
-    _check_bool("progress", progress)
-    _check_bool("record_initial", record_initial)
+    check_bool("progress", progress)
+    check_bool("record_initial", record_initial)
     param = params[0]
     X = check_matrix(X, "X", dtype=param.dtype, device=param.device).detach()
-    _check_input_features(X, model, "X")
+    check_input_features(X, model, "X")
     n = X.shape[0]
-    Y = _prepare_targets(y, n, loss, param.dtype, param.device)
+    Y = prepare_targets(y, n, loss, param.dtype, param.device)
     if batch_size is None:
         bs = n
     else:
@@ -395,10 +503,10 @@ def train(model: nn.Module, X, y, *, loss: str = "mse", optimizer="sgd", lr: flo
         if X_val.shape[1] != X.shape[1]:
             raise ValueError(f"X_val has {X_val.shape[1]} features but X has {X.shape[1]}: validation data must "
                              "have the same columns as the training data")
-        Y_val = _prepare_targets(y_val, X_val.shape[0], loss, param.dtype, param.device, "y_val", "X_val")
+        Y_val = prepare_targets(y_val, X_val.shape[0], loss, param.dtype, param.device, "y_val", "X_val")
         if loss == "mse" and Y_val.shape[1] != Y.shape[1]:
             raise ValueError(f"y_val has {Y_val.shape[1]} column(s) but y has {Y.shape[1]}: they must match")
-    g = _check_generator(generator)
+    g = check_generator(generator)
     lossf = _loss_fn(loss)
     if isinstance(optimizer, torch.optim.Optimizer):
         opt = optimizer
@@ -435,46 +543,45 @@ def train(model: nn.Module, X, y, *, loss: str = "mse", optimizer="sgd", lr: flo
                 if record(0, initial):
                     model.eval()
                     return history
-    with num_threads(threads), torch.enable_grad():  # also when called under torch.no_grad()
-        for epoch in tqdm(range(1, epochs + 1), desc="train", disable=not progress, leave=False):
-            order = torch.randperm(n, generator=g).to(X.device) if bs < n else None
-            total = 0.0
-            for start in range(0, n, bs):
-                idx = None if order is None else order[start:start + bs]
-                xb, yb = (X, Y) if idx is None else (X[idx], Y[idx])
-                opt.zero_grad(set_to_none=True)
-                out = model(xb)
-                if epoch == 1 and start == 0:
-                    _check_outputs(out, yb if loss == "mse" else Y, loss)
-                batch_loss = lossf(out, yb)
-                value = float(batch_loss.detach())
-                if not math.isfinite(value):
-                    raise _non_finite_loss(value, epoch, opt, f"mini-batch starting at sample {start}"
-                                           if bs < n else "full batch")
-                batch_loss.backward()
-                opt.step()
-                total += value * xb.shape[0]
-            if epoch % eval_every and epoch != epochs:
-                continue
-            if record(epoch, total / n):
-                break
+    # epochs of mini-batches as steps of the one loop: step t is batch (t - 1) % per_epoch of epoch ceil(t / per_epoch)
+    per_epoch = -(-n // bs)
+    epoch_state = {"order": None, "total": 0.0, "start": 0}
+    bar = tqdm(total=epochs, desc="train", disable=not progress, leave=False)
+
+    def batch_loss(t):
+        epoch, b = (t - 1) // per_epoch + 1, (t - 1) % per_epoch
+        if b == 0:
+            epoch_state["order"] = torch.randperm(n, generator=g).to(X.device) if bs < n else None
+            epoch_state["total"] = 0.0
+        start = epoch_state["start"] = b * bs
+        order = epoch_state["order"]
+        xb, yb = (X, Y) if order is None else (X[order[start:start + bs]], Y[order[start:start + bs]])
+        epoch_state["size"] = xb.shape[0]
+        out = model(xb)
+        if epoch == 1 and start == 0:
+            _check_outputs(out, yb if loss == "mse" else Y, loss)
+        return lossf(out, yb)
+
+    def after_step(t, batch):
+        epoch_state["total"] += float(batch) * epoch_state["size"]
+        if t % per_epoch:
+            return False
+        epoch = t // per_epoch
+        bar.update(1)
+        if epoch % eval_every and epoch != epochs:
+            return False
+        return record(epoch, epoch_state["total"] / n)
+
+    def divergence(t, value):
+        return _non_finite_loss(value, (t - 1) // per_epoch + 1, opt, f"mini-batch starting at sample "
+                                f"{epoch_state['start']}" if bs < n else "full batch")
+
+    try:
+        fit(opt, batch_loss, epochs * per_epoch, callback=after_step, diverged=divergence, threads=threads)
+    finally:
+        bar.close()
     model.eval()
     return history
-
-
-@contextlib.contextmanager
-def num_threads(threads: int | None):
-    """Run a block with ``threads`` torch CPU threads (None: unchanged), restoring the previous number after."""
-    if threads is None:
-        yield
-        return
-    check_number("threads", threads, low=1, integer=True)
-    saved = torch.get_num_threads()
-    torch.set_num_threads(threads)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(saved)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -485,9 +592,9 @@ def nfm(model: MLP, layer: int = 0, *, subtract_init: bool = False, diagonal: bo
     """The neural feature matrix W_l^T W_l, or (W_l - W_l^0)^T (W_l - W_l^0) with ``subtract_init`` (float64).
 
     With ``diagonal``, only its diagonal (the squared column norms of W_l), without forming the d x d matrix."""
-    _check_mlp(model)
-    _check_bool("subtract_init", subtract_init)
-    _check_bool("diagonal", diagonal)
+    check_mlp(model)
+    check_bool("subtract_init", subtract_init)
+    check_bool("diagonal", diagonal)
     W = model.weight(layer).detach().to(torch.float64)
     if subtract_init:
         W = W - model.initial_weight(layer).to(torch.float64)
@@ -501,16 +608,16 @@ def layer_agop(model: MLP, X, layer: int = 0, *, centre: bool = False, power: fl
     The gradients are those of the sub-network f^{(l)} = :meth:`MLP.forward_from` at h_l(x_i), by :func:`rfm.agop`;
     ``centre`` subtracts each output's mean gradient, ``power`` and ``normalize`` as in
     :func:`rfm.feature_update`. Layer 0 gives the usual input AGOP of the whole network."""
-    _check_mlp(model)
-    _check_bool("centre", centre)
+    check_mlp(model)
+    check_bool("centre", centre)
     check_number("power", power, low=0, low_inclusive=False)
     if normalize is not None:
-        _check_choice_str("normalize", normalize, NORMALIZE)
+        check_choice_str("normalize", normalize, NORMALIZE)
     if batch_size is not None:
         check_number("batch_size", batch_size, low=1, integer=True)
     param = next(model.parameters())
     X = check_matrix(X, "X", dtype=param.dtype, device=param.device).detach()
-    _check_input_features(X, model, "X")
+    check_input_features(X, model, "X")
     H = model.layer_input(X, layer)
     return agop(lambda h: model.forward_from(h, layer), H, batch_size=batch_size, centre=centre, power=power,
                 normalize=normalize)
@@ -530,7 +637,7 @@ def nfa_table(model: MLP, X, *, layers=None, powers=(0.5, 1.0), kinds=("pearson"
     ``subtract_init`` applies to the trained NFM only (at initialisation it would be 0). ``layers`` defaults to
     every layer but the linear read-out, whose AGOP is exactly W^T W (the gradient of f_c = w_c . h is w_c), so
     that its correlation with AGOP^1 is 1 by construction. Each layer's AGOP is computed once per network."""
-    _check_mlp(model)
+    check_mlp(model)
     layers = range(max(1, model.n_layers - 1)) if layers is None else _check_int_list("layers", layers)
     for l in layers:
         model._check_layer(l)
@@ -540,11 +647,11 @@ def nfa_table(model: MLP, X, *, layers=None, powers=(0.5, 1.0), kinds=("pearson"
     kinds = _check_str_list("kinds", kinds)
     for kind in kinds:
         check_choice("kinds", kind, KINDS)
-    _check_bool("subtract_init", subtract_init)
-    _check_bool("centre", centre)
+    check_bool("subtract_init", subtract_init)
+    check_bool("centre", centre)
     param = next(model.parameters())
     X = check_matrix(X, "X", dtype=param.dtype, device=param.device).detach()
-    _check_input_features(X, model, "X")
+    check_input_features(X, model, "X")
     net0 = model.initial()
     rows = []
     for l in layers:

@@ -13,8 +13,8 @@ while the later layers barely move, and the centred neural feature correlation t
 
 :class:`SLO` is a :class:`torch.optim.Optimizer`; one parameter group is one layer, with its ``speed``.
 :func:`layer_groups` builds the groups of an :class:`rfm.nets.MLP`, and :func:`train_full_batch` runs full-batch
-training with any optimizer, counted in steps: a thin wrapper over :func:`rfm.nets.train` (the one training loop),
-which takes an optimizer instance too.
+training with any optimizer, counted in steps: a thin wrapper over :func:`rfm.nets.train` (which takes an optimizer
+instance too), whose steps are those of the one training loop :func:`rfm.nets.training.fit`.
 """
 from __future__ import annotations
 

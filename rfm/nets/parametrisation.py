@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import copy
 import math
+import warnings
 
 import numpy as np
 import torch
@@ -36,7 +37,9 @@ from torch import nn
 
 from .._checks import check_choice, check_number
 from ..models.transfer import fit_scaling_law
-from .mlp import MLP, _check_mlp, _check_widths, train
+from . import curves
+from .mlp import MLP, check_mlp, check_widths, train
+from .optim import train_full_batch
 
 #: The parametrisations of :func:`make_mlp` and :func:`lr_groups`.
 SCHEMES = ("sp", "ntp", "mup", "spectral")
@@ -79,7 +82,7 @@ def make_mlp(d_in: int, widths, d_out: int = 1, scheme: str = "spectral", *, sig
     """A bias-free :class:`rfm.nets.MLP` initialised under ``scheme`` (see the module's table), base scale sigma."""
     _check_scheme(scheme)
     check_number("sigma", sigma, low=0, low_inclusive=False)
-    dims = [int(d_in), *_check_widths(widths), int(d_out)]
+    dims = [int(d_in), *check_widths(widths), int(d_out)]
     scales = [init_std(scheme, a, b, readout=(l == len(dims) - 2), sigma=sigma) * math.sqrt(a)
               for l, (a, b) in enumerate(zip(dims[:-1], dims[1:]))]
     return MLP(d_in, widths, d_out, activation=activation, bias=False, init="normal", init_scale=scales,
@@ -93,7 +96,7 @@ def lr_groups(model, scheme: str, lr: float) -> list[dict]:
     ``torch.optim.SGD(lr_groups(net, "mup", 0.1))``."""
     _check_scheme(scheme)
     check_number("lr", lr, low=0, low_inclusive=False)
-    net = _check_mlp(model.net if isinstance(model, OutputScaled) else model)
+    net = check_mlp(model.net if isinstance(model, OutputScaled) else model)
     return [{"params": list(layer.parameters()), "lr": lr * lr_multiplier(scheme, layer.in_features,
                                                                           layer.out_features)}
             for layer in net.layers]
@@ -107,7 +110,7 @@ class OutputScaled(nn.Module):
 
     def __init__(self, net: MLP, gamma: float = 1.0, *, centre: bool = True):
         super().__init__()
-        self.net = _check_mlp(net, "net")
+        self.net = check_mlp(net, "net")
         check_number("gamma", gamma, low=0, low_inclusive=False)
         self.gamma = float(gamma)
         self.centre = bool(centre)
@@ -147,7 +150,7 @@ def spectral_norm(W) -> float:
 def spectral_norms(model, *, initial: bool = False, change: bool = False) -> list[float]:
     """The spectral norm of every layer's weights W_l of an MLP (of W_l at initialisation with ``initial``, of
     ``W_l - W_l(0)`` with ``change``)."""
-    net = _check_mlp(model.net if isinstance(model, OutputScaled) else model)
+    net = check_mlp(model.net if isinstance(model, OutputScaled) else model)
     out = []
     for l in range(net.n_layers):
         W = net.initial_weight(l) if initial else net.weight(l)
@@ -172,7 +175,7 @@ def relative_feature_change(before: MLP, after: MLP, X) -> dict:
 
     Returns ``{"h1": ||h_1' - h_1|| / ||h_1||, ..., "f": mean |f' - f|}`` for the hidden layers' outputs h_l
     (after the activation; Frobenius norms over the rows of X)."""
-    before, after = _check_mlp(before, "before"), _check_mlp(after, "after")
+    before, after = check_mlp(before, "before"), check_mlp(after, "after")
     if [w.shape for w in before.parameters()] != [w.shape for w in after.parameters()]:
         raise ValueError("before and after must be the same architecture (two copies of one network)")
     p = next(before.parameters())
@@ -269,8 +272,6 @@ def mlp_eta_edge(make_model, X, y, *, lrs, steps: int, scheme: str = "mup", blow
     A run blows up when its loss becomes non-finite or exceeds ``blowup`` times the initial loss; it stops there.
     The ``lrs`` are run in increasing order; after ``skip_after`` consecutive blow-ups the larger ones are counted
     as blown up without running them (None runs all)."""
-    from .optim import train_full_batch
-
     lrs = sorted(float(v) for v in lrs)
     finals, curves = [], []
     for lr in lrs:
@@ -302,12 +303,23 @@ def mlp_eta_edge(make_model, X, y, *, lrs, steps: int, scheme: str = "mup", blow
 
 
 def plateau_fraction(losses, *, tol: float = 0.05) -> float:
-    """The fraction of steps before the loss first falls below (1 - tol) times its initial value."""
-    losses = np.asarray(losses, dtype=float)
-    if losses.ndim != 1 or len(losses) < 2:
-        raise ValueError("losses must be a 1-D curve of at least two values")
-    below = np.nonzero(losses < (1 - tol) * losses[0])[0]
-    return 1.0 if len(below) == 0 else float(below[0]) / len(losses)
+    """Deprecated: :func:`rfm.nets.curves.plateau_fraction` (whose default ``tol`` is 0.01) with ``tol=0.05``.
+
+    Parameters
+    ----------
+    losses : sequence of float
+        A finite loss curve of at least two values.
+    tol : float
+        The relative drop that ends the plateau.
+
+    Returns
+    -------
+    float
+        The plateau fraction.
+    """
+    warnings.warn("rfm.nets.parametrisation.plateau_fraction is rfm.nets.curves.plateau_fraction(losses, tol=0.05) "
+                  "since rfm 0.2; the old name will be removed in 0.3", DeprecationWarning, stacklevel=2)
+    return curves.plateau_fraction(losses, tol=tol)
 
 
 __all__ = ["SCHEMES", "OutputScaled", "init_std", "lr_groups", "lr_multiplier", "loglog_slope", "make_mlp",

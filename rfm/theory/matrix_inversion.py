@@ -42,8 +42,9 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
-from .._checks import check_choice, check_number
-from ..utils import _check_square, make_generator
+from .._checks import check_choice, check_number, check_square
+from ..models.transfer import fit_scaling_law
+from ..utils import make_generator
 
 __all__ = ["InversionRun", "OrderFit", "convergence_order", "newton_schulz", "residual_norm", "richardson_step",
            "sgd_inverse", "spd_matrix", "start_near_inverse"]
@@ -70,8 +71,8 @@ class OrderFit(NamedTuple):
 
 
 def _check_pair(A, X0):
-    A = _check_square(A, "A")
-    X0 = _check_square(X0, "X0")
+    A = check_square(A, "A")
+    X0 = check_square(X0, "X0")
     if X0.shape != A.shape:
         raise ValueError(f"X0 must have A's shape {tuple(A.shape)}, got {tuple(X0.shape)}")
     if X0.device != A.device:
@@ -187,7 +188,7 @@ def richardson_step(A) -> float:
     """The best fixed scalar step for a symmetric positive definite A, 2 / (lambda_min + lambda_max).
 
     Fixed-step SGD (and gradient descent) then contracts ``||I - A X||`` by (kappa - 1) / (kappa + 1) per epoch."""
-    A = _check_square(A, "A", symmetric=True)
+    A = check_square(A, "A", symmetric=True)
     ev = torch.linalg.eigvalsh(A.detach().to(torch.float64))
     if float(ev[0]) <= 0:
         raise ValueError(f"A must be positive definite, but its smallest eigenvalue is {float(ev[0]):.3g}")
@@ -214,11 +215,10 @@ def convergence_order(errors, *, floor: float = 1e-10, ceiling: float | None = N
     if int(keep.sum()) < min_pairs:
         raise ValueError(f"only {int(keep.sum())} pair(s) (e_t, e_t+1) lie in the window e_t <= {ceiling}, "
                          f"e_t+1 >= {floor}; need at least {min_pairs} (run longer, or widen the window)")
-    x, y = np.log(a[keep]), np.log(b[keep])
-    if np.ptp(x) == 0:
+    if np.ptp(a[keep]) == 0:
         raise ValueError("all the errors in the window are equal; the order is undefined (a stalled run)")
-    slope, intercept = np.polyfit(x, y, 1)
-    return OrderFit(float(slope), float(intercept), int(keep.sum()))
+    law = fit_scaling_law(a[keep], b[keep])  # the package's one log-log fit: e_{t+1} = C e_t^order
+    return OrderFit(law.slope, math.log(law.coef), int(keep.sum()))
 
 
 def spd_matrix(d: int, kappa: float, *, seed=0, dtype=torch.float64, device=None) -> torch.Tensor:
@@ -236,7 +236,7 @@ def spd_matrix(d: int, kappa: float, *, seed=0, dtype=torch.float64, device=None
 def start_near_inverse(A, radius: float, *, seed=0) -> torch.Tensor:
     """An initial X_0 = A^{-1} (I - radius U) with U a random orthogonal matrix, so that I - A X_0 = radius U:
     its spectral norm and spectral radius are both ``radius``, its Frobenius norm ``radius`` sqrt(d)."""
-    A = _check_square(A, "A")
+    A = check_square(A, "A")
     check_number("radius", radius, low=0)
     g = make_generator(seed)
     d = A.shape[0]

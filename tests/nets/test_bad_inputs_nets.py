@@ -6,6 +6,7 @@ import torch
 
 from rfm import nets
 from rfm.data import modular as mod
+from rfm.nets import callbacks
 
 
 def _xy(n=5, d=3, seed=0):
@@ -405,7 +406,7 @@ def test_is_prime_of_a_float():
 
 def test_grokking_progress_without_modular_data():
     with pytest.raises(TypeError, match="data must be a ModularData.*modular_arithmetic"):
-        mod.GrokkingProgress((torch.zeros(3, 4), torch.zeros(3)))
+        callbacks.GrokkingProgress((torch.zeros(3, 4), torch.zeros(3)))
 
 
 def test_modular_data_with_inconsistent_shapes():
@@ -417,28 +418,28 @@ def test_modular_data_with_inconsistent_shapes():
 def test_quadratic_net_given_the_data_set():
     d = mod.modular_arithmetic(5, generator=0)
     with pytest.raises(TypeError, match="pass data.p"):
-        mod.quadratic_net(d)
+        nets.quadratic_net(d)
 
 
 def test_quadratic_net_width_zero():
     with pytest.raises(ValueError, match="width must be >= 1"):
-        mod.quadratic_net(5, 0)
+        nets.quadratic_net(5, 0)
 
 
 def test_network_progress_threshold_above_one():
     d = mod.modular_arithmetic(5, generator=0)
     with pytest.raises(ValueError, match="stop_at_test_acc must be <= 1"):
-        mod.NetworkProgress(d, stop_at_test_acc=99)
+        callbacks.NetworkProgress(d, stop_at_test_acc=99)
 
 
 def test_network_progress_nfm_every_zero():
     d = mod.modular_arithmetic(5, generator=0)
     with pytest.raises(ValueError, match="nfm_every must be >= 1"):
-        mod.NetworkProgress(d, nfm_every=0)
+        callbacks.NetworkProgress(d, nfm_every=0)
 
 
 def test_network_progress_with_a_network_for_another_p():
     d = mod.modular_arithmetic(5, generator=0)
-    net = mod.quadratic_net(7, 8)
+    net = nets.quadratic_net(7, 8)
     with pytest.raises(ValueError, match=r"needs R\^10 -> R\^5.*build it with quadratic_net"):
-        mod.NetworkProgress(d)(net, {"epoch": 0})
+        callbacks.NetworkProgress(d)(net, {"epoch": 0})

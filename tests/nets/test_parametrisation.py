@@ -93,10 +93,10 @@ def test_toy_eta_max_scalings():
     assert P.loglog_slope(large, e[3:]) == pytest.approx(1.0, abs=0.15)
 
 
-def test_loglog_slope_and_plateau():
+def test_loglog_slope_and_the_deprecated_plateau():
     assert P.loglog_slope([1, 10, 100], [3, 300, 30000]) == pytest.approx(2.0)
-    assert P.plateau_fraction([1.0, 0.99, 0.97, 0.5, 0.1]) == pytest.approx(0.6)
-    assert P.plateau_fraction([1.0, 1.0]) == 1.0
+    with pytest.warns(DeprecationWarning):
+        assert P.plateau_fraction([1.0, 0.99, 0.97, 0.5, 0.1]) == pytest.approx(0.6)
     with pytest.raises(ValueError, match="positive"):
         P.loglog_slope([1, 2], [0, 1])
 

@@ -143,3 +143,11 @@ def test_spd_matrix_condition_number():
     assert torch.allclose(A, A.T)
     assert float(ev[0]) == pytest.approx(1.0) and float(ev[-1]) == pytest.approx(100.0)
     assert torch.equal(A, MI.spd_matrix(20, 100.0, seed=3))
+
+
+def test_convergence_order_is_the_scaling_law_fit_of_consecutive_errors():
+    from rfm.models.transfer import fit_scaling_law
+    e = np.array([0.5, 0.3, 0.12, 0.03, 2e-3, 1e-5, 1e-9])
+    fit = MI.convergence_order(e, floor=1e-10)
+    assert fit.order == fit_scaling_law(e[:-1], e[1:]).slope
+    assert fit.pairs == 6

@@ -1,0 +1,144 @@
+r"""The saddle-escape direction of a bias-free network, from which small-initialisation training leaves the origin.
+
+Bantzis, Simon & Jacot (arXiv 2505.21722): the maximiser of g(theta) = <Y, f_theta(X)> / n over unit-Frobenius
+layers (:func:`escape_objective`), by normalised ascent on each layer's sphere (:func:`escape_direction`), a random
+point of the same spheres as the control (:func:`random_sphere_direction`) and per-layer spectra
+(:func:`layer_singular_values`).
+
+The ascent is a step of :class:`SphereAscent` on the spheres, taken by the one training loop
+:func:`rfm.nets.training.fit` (the objective is maximised: the optimizer climbs its gradient).
+"""
+from __future__ import annotations
+
+import copy
+
+import torch
+
+from .._checks import check_matrix, check_number
+from ..utils import check_generator
+from .mlp import MLP
+from .training import fit
+
+__all__ = ["SphereAscent", "escape_direction", "escape_objective", "layer_singular_values", "random_sphere_direction"]
+
+
+class SphereAscent(torch.optim.Optimizer):
+    """Normalised gradient *ascent* on the unit sphere of each parameter: W <- (W + lr G / ||G||) / ||...||, with
+    G the gradient of the objective (a parameter whose gradient is 0 does not move).
+
+    Parameters
+    ----------
+    params : iterable of torch.Tensor
+        The parameters, each kept at unit Frobenius norm.
+    lr : float
+        The step along the normalised gradient.
+    """
+
+    def __init__(self, params, lr: float = 1.0):
+        check_number("lr", lr, low=0, low_inclusive=False)
+        super().__init__(params, dict(lr=lr))
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        """One ascent step on every parameter's sphere.
+
+        Parameters
+        ----------
+        closure : callable, optional
+            Re-evaluates the objective (as in torch's optimizers).
+
+        Returns
+        -------
+        torch.Tensor or None
+            The closure's value.
+        """
+        value = None
+        if closure is not None:
+            with torch.enable_grad():
+                value = closure()
+        for group in self.param_groups:
+            for W in group["params"]:
+                if W.grad is None:
+                    continue
+                gn = W.grad.norm()
+                if float(gn) > 0:
+                    W.add_(group["lr"] * W.grad / gn)
+                    W.div_(W.norm())
+        return value
+
+
+def _check_bias_free(model) -> MLP:
+    if not isinstance(model, MLP):
+        raise TypeError(f"model must be an rfm.nets.MLP, got {type(model).__name__}")
+    if any(lin.bias is not None for lin in model.layers):
+        raise ValueError("model must be bias-free (MLP(..., bias=False)): the escape direction is defined for "
+                         "homogeneous networks")
+    return model
+
+
+def _normalise_layers(net: MLP):
+    with torch.no_grad():
+        for lin in net.layers:
+            lin.weight.div_(lin.weight.norm())
+
+
+def random_sphere_direction(model: MLP, generator=0) -> MLP:
+    """A copy of ``model`` with every layer replaced by an i.i.d. Gaussian matrix scaled to unit Frobenius norm:
+    a uniformly random point of the product of the layers' spheres (the control for :func:`escape_direction`)."""
+    net = copy.deepcopy(_check_bias_free(model))
+    g = check_generator(generator)
+    with torch.no_grad():
+        for lin in net.layers:
+            lin.weight.copy_(torch.randn(lin.weight.shape, generator=g, dtype=torch.float64))
+    _normalise_layers(net)
+    return net
+
+
+def escape_objective(model: MLP, X, Y) -> torch.Tensor:
+    """g(theta) = <Y, f_theta(X)> / n, the first-order term of the loss decrease near the origin saddle
+    (for the squared loss 1/(2n) ||f(X) - Y||^2, -g is the linear part of the loss in f)."""
+    return (Y * model(X)).sum() / X.shape[0]
+
+
+def escape_direction(model: MLP, X, Y, *, steps: int = 2000, lr: float = 1.0, restarts: int = 1,
+                     generator=0) -> dict:
+    """The optimal escape direction from the origin saddle: the maximiser of g(theta) = <Y, f_theta(X)> / n over
+    networks whose layers all have unit Frobenius norm, by normalised ascent on each layer's sphere,
+    W_l <- (W_l + lr G_l / ||G_l||) / ||...|| with G_l = dg / dW_l (at a maximiser G_l is parallel to W_l, so
+    it is a fixed point). ``restarts`` random starts (the first from ``model``'s own weights); the best is kept.
+    Returns {"model", "objective" (history of the best start), "best", "all_best"}."""
+    model = _check_bias_free(model)
+    p = next(model.parameters())
+    X = check_matrix(X, "X", dtype=p.dtype, device=p.device)
+    Y = check_matrix(Y, "Y", dtype=p.dtype, device=p.device)
+    if Y.shape[0] != X.shape[0]:
+        raise ValueError(f"X and Y must have the same number of rows, got {X.shape[0]} and {Y.shape[0]}")
+    if Y.shape[1] != model.layers[-1].weight.shape[0]:
+        raise ValueError(f"Y has {Y.shape[1]} columns but the model has {model.layers[-1].weight.shape[0]} outputs")
+    check_number("steps", steps, low=1, integer=True)
+    check_number("lr", lr, low=0, low_inclusive=False)
+    check_number("restarts", restarts, low=1, integer=True)
+    g = check_generator(generator)
+    best, results = None, []
+    for r in range(restarts):
+        net = copy.deepcopy(model)
+        if r > 0:
+            net = random_sphere_direction(net, g)
+        _normalise_layers(net)
+        hist = []
+        ascent = SphereAscent([lin.weight for lin in net.layers], lr=lr)
+        fit(ascent, lambda t, net=net: escape_objective(net, X, Y), int(steps),
+            callback=lambda t, obj, hist=hist: hist.append(float(obj)), diverged=None)
+        with torch.no_grad():
+            hist.append(float(escape_objective(net, X, Y)))
+        results.append(hist[-1])
+        if best is None or hist[-1] > best[1][-1]:
+            best = (net, hist)
+    return {"model": best[0], "objective": best[1], "best": best[1][-1], "all_best": results}
+
+
+def layer_singular_values(model: MLP) -> list[torch.Tensor]:
+    """The singular values (descending) of every layer's weight matrix, input layer first."""
+    if not isinstance(model, MLP):
+        raise TypeError(f"model must be an rfm.nets.MLP, got {type(model).__name__}")
+    return [torch.linalg.svdvals(lin.weight.detach().to(torch.float64)) for lin in model.layers]
