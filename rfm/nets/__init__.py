@@ -30,6 +30,7 @@ from . import dynamics  # noqa: E402
 from . import stepwise  # noqa: E402
 from . import parametrisation  # noqa: E402
 from . import fact  # noqa: E402
+from . import conv  # noqa: E402
 from .baselines import (column_norm_matched_weights, matched_network, matched_nfa,  # noqa: E402
                         spectrum_matched_weights)
 
