@@ -135,9 +135,7 @@ class _BaseRFM(BaseEstimator):
         return get_solver(self.solver)
 
     def _generator(self) -> torch.Generator:
-        if isinstance(self.random_state, numbers.Integral):
-            return make_generator(int(self.random_state))
-        return make_generator(int(check_random_state(self.random_state).randint(0, 2**31 - 1)))
+        return torch_generator(self.random_state)
 
     def _mem_bytes(self):
         return None if self.mem_gb is None else int(self.mem_gb * 2**30)
@@ -474,22 +472,7 @@ class RFMRegressor(RegressorMixin, _BaseRFM):
         return Y, {"_y_1d": one_d}
 
     def _encode_targets(self, y, n, dtype, device, name, fitted):
-        x_name = "X_val" if name == "y_val" else "X"
-        if isinstance(y, torch.Tensor):
-            if y.dtype == torch.bool:
-                y = y.to(dtype)
-            return check_targets(y, n, name, dtype=dtype, device=device)
-        raw = np.asarray(y)
-        if raw.dtype.kind in "US":
-            raise ValueError(f"{name} has dtype {raw.dtype}, which looks like class labels: use "
-                             "RFMClassifier for classification, or convert numeric strings to float")
-        arr = check_array(y, ensure_2d=False, dtype=np.float64, input_name=name, ensure_min_samples=0)
-        if arr.ndim not in (1, 2):
-            raise ValueError(f"{name} must be 1-D (n_samples,) or 2-D (n_samples, n_outputs), got shape {arr.shape}")
-        if arr.shape[0] != n:
-            raise ValueError(f"Found input variables with inconsistent numbers of samples: [{n}, {arr.shape[0]}] "
-                             f"({name} has {arr.shape[0]} rows but {x_name} has {n})")
-        return check_targets(arr, n, name, dtype=dtype, device=device)
+        return regression_targets(y, n, name=name, dtype=dtype, device=device)
 
     @staticmethod
     def _metrics(Y, pred, split, fitted=None):
@@ -544,31 +527,13 @@ class RFMClassifier(ClassifierMixin, _BaseRFM):
     """
 
     def _encode_fit_targets(self, y, n, dtype, device):
-        labels = to_numpy(y)
-        if labels.ndim == 2 and labels.shape[1] == 1:
-            labels = column_or_1d(labels, warn=True)
-        if labels.ndim != 1:
-            raise ValueError(f"y must be a 1-D array of class labels, got shape {labels.shape}")
-        check_consistent_length(labels, np.empty(n))
-        labels = column_or_1d(check_array(labels, ensure_2d=False, dtype=None, input_name="y",
-                                          ensure_min_samples=0))
-        check_classification_targets(labels)
-        classes = np.unique(labels)
-        if len(classes) < 2:
-            raise ValueError(f"y has 1 class ({classes[0]!r}); a classifier needs at least 2 classes")
+        classes, labels = class_labels(y, n)
         fitted = {"classes_": classes}
         return self._encode_targets(labels, n, dtype, device, "y", fitted), fitted
 
     def _encode_targets(self, y, n, dtype, device, name, fitted):
-        classes = fitted["classes_"]
-        labels = to_numpy(y)
-        if labels.ndim != 1 or labels.shape[0] != n:
-            raise ValueError(f"{name} must be a 1-D array of {n} class labels, got shape {labels.shape}")
-        unseen = np.setdiff1d(np.unique(labels), classes)
-        if unseen.size:
-            raise ValueError(f"{name} contains labels not seen in y: {unseen[:10].tolist()}")
-        codes = torch.as_tensor(np.searchsorted(classes, labels), device=device)
-        return label_codes(codes, len(classes), dtype=dtype)
+        codes = class_indices(y, n, fitted["classes_"], name=name)
+        return label_codes(torch.as_tensor(codes, device=device), len(fitted["classes_"]), dtype=dtype)
 
     @staticmethod
     def _codes(raw):
@@ -623,3 +588,115 @@ def _check_finite_transform(Xt):
             f"the squared norms of the (transformed) features overflow {Xt.dtype} (largest |x| about "
             f"{float(Xt.abs().max()):.3g}): scale the features (e.g. sklearn's StandardScaler) or use "
             "dtype='float64'")
+
+
+# -- targets, shared by every estimator of the package -----------------------------------------------------------
+def regression_targets(y, n: int, *, name: str = "y", dtype=torch.float32, device=None) -> torch.Tensor:
+    """Regression targets as a finite (n, n_outputs) tensor, validated as scikit-learn does.
+
+    Parameters
+    ----------
+    y : array-like or torch.Tensor, shape (n,) or (n, n_outputs)
+    n : int
+        The number of samples of the matching X.
+    name : {"y", "y_val"}, default "y"
+        The argument's name in error messages (its X is "X" or "X_val").
+    dtype, device : torch dtype and device of the result
+
+    Returns
+    -------
+    torch.Tensor
+        (n, n_outputs); booleans of a tensor become 0/1.
+    """
+    x_name = "X_val" if name == "y_val" else "X"
+    if isinstance(y, torch.Tensor):
+        if y.dtype == torch.bool:
+            y = y.to(dtype)
+        return check_targets(y, n, name, dtype=dtype, device=device)
+    raw = np.asarray(y)
+    if raw.dtype.kind in "US":
+        raise ValueError(f"{name} has dtype {raw.dtype}, which looks like class labels: use a classifier "
+                         "(e.g. RFMClassifier) for classification, or convert numeric strings to float")
+    arr = check_array(y, ensure_2d=False, dtype=np.float64, input_name=name, ensure_min_samples=0)
+    if arr.ndim not in (1, 2):
+        raise ValueError(f"{name} must be 1-D (n_samples,) or 2-D (n_samples, n_outputs), got shape {arr.shape}")
+    if arr.shape[0] != n:
+        raise ValueError(f"Found input variables with inconsistent numbers of samples: [{n}, {arr.shape[0]}] "
+                         f"({name} has {arr.shape[0]} rows but {x_name} has {n})")
+    return check_targets(arr, n, name, dtype=dtype, device=device)
+
+
+def class_labels(y, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The sorted classes of training labels, validated as scikit-learn does (at least two classes).
+
+    Parameters
+    ----------
+    y : array-like or torch.Tensor, shape (n,) or (n, 1)
+        Class labels of any sortable kind (integers, strings, ...).
+    n : int
+        The number of samples of the matching X.
+
+    Returns
+    -------
+    classes : numpy.ndarray
+        ``np.unique`` of the labels.
+    labels : numpy.ndarray
+        The labels as a validated 1-D array.
+    """
+    labels = to_numpy(y)
+    if labels.ndim == 2 and labels.shape[1] == 1:
+        labels = column_or_1d(labels, warn=True)
+    if labels.ndim != 1:
+        raise ValueError(f"y must be a 1-D array of class labels, got shape {labels.shape}")
+    check_consistent_length(labels, np.empty(n))
+    labels = column_or_1d(check_array(labels, ensure_2d=False, dtype=None, input_name="y", ensure_min_samples=0))
+    check_classification_targets(labels)
+    classes = np.unique(labels)
+    if len(classes) < 2:
+        raise ValueError(f"y has 1 class ({classes[0]!r}); a classifier needs at least 2 classes")
+    return classes, labels
+
+
+def class_indices(y, n: int, classes: np.ndarray, *, name: str = "y") -> np.ndarray:
+    """The index in ``classes`` of each label.
+
+    Parameters
+    ----------
+    y : array-like or torch.Tensor, shape (n,)
+    n : int
+        The number of labels expected.
+    classes : numpy.ndarray
+        The fitted classes (:func:`class_labels`).
+    name : str, default "y"
+        The argument's name in error messages.
+
+    Returns
+    -------
+    numpy.ndarray of int
+        (n,) indices into ``classes``.
+    """
+    labels = to_numpy(y)
+    if labels.ndim != 1 or labels.shape[0] != n:
+        raise ValueError(f"{name} must be a 1-D array of {n} class labels, got shape {labels.shape}")
+    unseen = np.setdiff1d(np.unique(labels), classes)
+    if unseen.size:
+        raise ValueError(f"{name} contains labels not seen in y: {unseen[:10].tolist()}")
+    return np.searchsorted(classes, labels)
+
+
+def torch_generator(random_state) -> torch.Generator:
+    """The torch generator of a scikit-learn ``random_state``.
+
+    Parameters
+    ----------
+    random_state : int, numpy RandomState, None or torch.Generator
+        An int seeds the generator; a RandomState (or None: numpy's global state) draws its seed; a generator is
+        used as it is.
+
+    Returns
+    -------
+    torch.Generator
+    """
+    if isinstance(random_state, torch.Generator) or isinstance(random_state, numbers.Integral):
+        return make_generator(random_state if isinstance(random_state, torch.Generator) else int(random_state))
+    return make_generator(int(check_random_state(random_state).randint(0, 2**31 - 1)))
