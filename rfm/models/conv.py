@@ -30,7 +30,7 @@ import torch
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
-from .._checks import check_choice, check_number, resolve_dtype
+from .._checks import DegenerateAGOPError, check_choice, check_number, resolve_dtype
 from ..core.agop import AGOPAccumulator, sample_points
 from ..core.blocks import resolve_mem_bytes
 from ..core.feature_matrix import NORMALIZATIONS, FeatureMatrix, feature_matrix_from_agop
@@ -69,7 +69,7 @@ class _ImageInput:
         """X as (n, C, H, W) images (dtype, device), and the numpy dtype of outputs for array input (else None)."""
         np_dtype = None
         if not isinstance(X, torch.Tensor):
-            if name == "X" and np.ndim(X) == 2:
+            if name == "X" and not (isinstance(X, np.ndarray) and X.ndim > 2):  # rows: scikit-learn's checks
                 X = validate_data(self, X, reset=reset, dtype=[np.float64, np.float32], ensure_min_samples=1)
             else:
                 X = check_array(X, dtype=[np.float64, np.float32], allow_nd=True, input_name=name)
@@ -162,8 +162,13 @@ class PatchStep:
         return A
 
     def update(self, A, fm, t):
-        """M = normalize(A^power)."""
-        return feature_matrix_from_agop(A, power=self.power, normalize=self.model.normalize), False
+        """M = normalize(A^power); a degenerate A (a constant predictor) keeps M and stops the loop."""
+        try:
+            return feature_matrix_from_agop(A, power=self.power, normalize=self.model.normalize), False
+        except DegenerateAGOPError as exc:
+            warnings.warn(f"{type(self.model).__name__}: {exc}. M is kept as it was and the loop stops after "
+                          f"iteration {t}.", RuntimeWarning, stacklevel=4)
+            return fm, True
 
 
 class ConvRFM(_ImageInput, RegressorMixin, BaseEstimator):
@@ -409,7 +414,7 @@ class ConvRFM(_ImageInput, RegressorMixin, BaseEstimator):
             self.__dict__.pop(key, None)
         dtype = resolve_dtype(self.dtype)
         h, _ = self._check_images(X, reset=True, dtype=dtype, device=self._device(X))
-        self._one_d = (y.ndim if isinstance(y, torch.Tensor) else np.ndim(y)) == 1
+        self._one_d = (y.ndim if isinstance(y, torch.Tensor) else np.asarray(y).ndim) == 1
         U = self._unfold(h)
         Y = self._targets(y, U.shape[0], U.device)
         val = None

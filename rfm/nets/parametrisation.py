@@ -35,7 +35,7 @@ import torch
 from torch import nn
 
 from .._checks import check_choice, check_number
-from ..models.transfer import fit_scaling_law
+from ..metrics import fit_scaling_law
 from .mlp import MLP, _check_mlp, _check_widths, train
 
 #: The parametrisations of :func:`make_mlp` and :func:`lr_groups`.
