@@ -16,12 +16,20 @@ The data sets are in :mod:`rfm.data.tabular`.
 """
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
+from scipy.stats import rankdata
+from sklearn import ensemble, linear_model, neural_network, svm
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.model_selection import KFold, StratifiedKFold, train_test_split
+from tqdm.auto import tqdm
 
+from ..core.ntk import NTKKernel
 from ..data.tabular import TabularSet, row_normalize, standardize
+from ..models.estimators import RFMClassifier, RFMRegressor
 
 TASKS = ("classification", "regression")
 
@@ -42,8 +50,6 @@ def rfm_method(task: str, *, name: str = "RFM", regs=(1.0, 0.1, 1e-3), row_norm=
                bandwidth: float = 10.0, **params) -> Method:
     """RFM with the Laplace kernel (bandwidth 10 by default) over ``regs`` x ``row_norm``; the validation split picks
     the iteration in 0..``iters`` too. ``iters=0``: the plain Laplace kernel machine (RFM's iteration 0)."""
-    from ..models.estimators import RFMClassifier, RFMRegressor
-
     _check_task(task)
     cls = RFMClassifier if task == "classification" else RFMRegressor
     grid = _kernel_grid(regs, row_norm)
@@ -58,9 +64,6 @@ def ntk_method(task: str, *, name: str = "NTK", regs=(1.0, 0.1, 1e-3), row_norm=
                bias: float = 1.0) -> Method:
     """Kernel ridge regression with the ReLU NTK (:class:`rfm.NTKKernel`, inputs scaled by 1/sqrt(d)) over
     ``regs`` x ``row_norm``."""
-    from ..core.ntk import NTKKernel
-    from ..models.estimators import RFMClassifier, RFMRegressor
-
     _check_task(task)
     cls = RFMClassifier if task == "classification" else RFMRegressor
 
@@ -79,8 +82,6 @@ def sklearn_methods(task: str, seed: int = 0, *, trees: int = 100, mlp_width: in
     """scikit-learn baselines, each with a small grid: random forest (``trees`` trees), histogram gradient
     boosting, logistic regression (ridge for regression), an MLP (one hidden layer of ``mlp_width``, L-BFGS for at
     most 300 iterations, weight decay 0.01 or 1) and an SVM with the RBF kernel."""
-    from sklearn import ensemble, linear_model, neural_network, svm
-
     _check_task(task)
     if task == "classification":
         return [
@@ -116,8 +117,6 @@ def _check_task(task):
 def stratified_folds(y, k: int, seed: int = 0, task: str = "classification") -> list[tuple[np.ndarray, np.ndarray]]:
     """``k`` seeded folds as (train indices, test indices): stratified by class for classification (each class
     needs at least ``k`` members), plain shuffled folds for regression. The same ``seed`` gives the same folds."""
-    from sklearn.model_selection import KFold, StratifiedKFold
-
     _check_task(task)
     y = np.asarray(y)
     if k < 2 or k > len(y):
@@ -134,7 +133,6 @@ def stratified_folds(y, k: int, seed: int = 0, task: str = "classification") -> 
 
 
 def _inner_split(y, fraction: float, seed: int, task: str):
-    from sklearn.model_selection import train_test_split
 
     idx = np.arange(len(y))
     strat = y if task == "classification" and np.unique(y, return_counts=True)[1].min() >= 2 else None
@@ -151,10 +149,6 @@ def _score(task, y, pred) -> float:
 def _fit(est, *args, notes=None):
     """``est.fit(*args)``; scikit-learn's ConvergenceWarnings are counted in ``notes`` instead of shown (the
     library is quiet by default; :attr:`Result.not_converged` reports them)."""
-    import warnings
-
-    from sklearn.exceptions import ConvergenceWarning
-
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ConvergenceWarning)
         est.fit(*args)
@@ -241,8 +235,6 @@ def evaluate(methods, data: TabularSet, *, folds: int = 4, val_fraction: float =
 
 def benchmark(methods, datasets, progress: bool = False, **kwargs) -> dict[str, dict[str, Result]]:
     """:func:`evaluate` on each data set: ``{data set name: {method name: Result}}``."""
-    from tqdm.auto import tqdm
-
     return {data.name: evaluate(methods, data, **kwargs) for data in tqdm(datasets, disable=not progress)}
 
 
@@ -265,8 +257,6 @@ def summarize(table, methods=None, *, tie_tol: float = 0.0) -> dict[str, dict[st
       the table (1 where all are equal): the "average distance to the minimum" of Grinsztajn et al.'s benchmark,
       with the worst method as the minimum.
     """
-    from scipy.stats import rankdata
-
     A = np.asarray(table, dtype=np.float64)
     if A.ndim != 2 or A.size == 0:
         raise ValueError(f"table must be a non-empty (data sets, methods) array, got shape {A.shape}")
