@@ -113,6 +113,11 @@ class _TransferBase(RegressorMixin, BaseEstimator):
         self.reg = reg
         self.dtype = dtype
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = True
+        return tags
+
     def _make_kernel(self):
         if self.bandwidth is None:
             return get_kernel(self.kernel)
