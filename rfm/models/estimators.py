@@ -17,7 +17,8 @@ paper and xRFM, 1/2 in the grokking paper), ``normalize`` ("max" in the RFM pack
 and Science numpy code), ``center`` (gradients centred per output over all evaluation points), ``max_agop_points``
 (a seeded uniform random subset of the training points; all of them when n is smaller).
 
-Each iterate is a :class:`rfm.KernelMachine`; the fitted one is ``model.machine_``. Arrays in give arrays out
+The loop itself is :func:`rfm.models.loop.rfm_loop`, the one RFM loop of the package; :class:`KernelStep` is what
+it runs for these estimators. Each iterate is a :class:`rfm.KernelMachine`; the fitted one is ``model.machine_``. Arrays in give arrays out
 (float32 input stays float32, other input comes back float64); torch tensors in give tensors out, on their device
 and differentiable.
 """
@@ -336,7 +337,7 @@ class KernelStep:
         Xt = fm.transform(self.X)
         _check_finite_transform(Xt)
         res = self.solver.solve(self.kernel, Xt, self.Y, m.reg, pairs=self.pairs, mem_bytes=self.mem)
-        machine = KernelMachine._trusted(self.kernel, self.X, Xt, res.alpha, fm, mem_bytes=self.mem)
+        machine = KernelMachine.from_iterate(self.kernel, self.X, Xt, res.alpha, fm, mem_bytes=self.mem)
         train_pred = res.train_pred if res.train_pred is not None else machine.predict(self.X, pairs=self.pairs)
         record = {"iteration": t, "solver": res.method, **(res.info or {}),
                   **m._metrics(self.Y, train_pred, "train", self.fitted)}
@@ -615,8 +616,8 @@ def regression_targets(y, n: int, *, name: str = "y", dtype=torch.float32, devic
         return check_targets(y, n, name, dtype=dtype, device=device)
     raw = np.asarray(y)
     if raw.dtype.kind in "US":
-        raise ValueError(f"{name} has dtype {raw.dtype}, which looks like class labels: use a classifier "
-                         "(e.g. RFMClassifier) for classification, or convert numeric strings to float")
+        raise ValueError(f"{name} has dtype {raw.dtype}, which looks like class labels: use RFMClassifier "
+                         "(ConvRFMClassifier for images) for classification, or convert numeric strings to float")
     arr = check_array(y, ensure_2d=False, dtype=np.float64, input_name=name, ensure_min_samples=0)
     if arr.ndim not in (1, 2):
         raise ValueError(f"{name} must be 1-D (n_samples,) or 2-D (n_samples, n_outputs), got shape {arr.shape}")
