@@ -44,13 +44,15 @@ import time
 
 import numpy as np
 import torch
+from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._checks import check_matrix, check_number
 from ..nets.mlp import MLP, num_threads
 from ..utils import make_generator, psd_power
 from .loop import rfm_loop
 
-__all__ = ["CompletionStep", "SparseStep", "irls", "irls_step", "lin_rfm_sparse", "lin_rfm_sparse_step",
+__all__ = ["CompletionStep", "LinRFMRegressor", "SparseStep", "irls", "irls_step", "lin_rfm_sparse", "lin_rfm_sparse_step",
            "lin_rfm_completion", "irls_completion", "completion_predict", "completion_metric", "alpha_to_irls_p",
            "irls_p_to_alpha", "deep_linear_completion", "diagonal_network_regression"]
 
@@ -209,6 +211,90 @@ def lin_rfm_sparse(X, y, *, iters: int = 50, alpha: float = 0.5, reg: float = 0.
     if return_path:
         return _out(w, numpy_out), _out(torch.stack([r["w"] for r in res.history]), numpy_out)
     return _out(w, numpy_out)
+
+
+class LinRFMRegressor(RegressorMixin, BaseEstimator):
+    """lin-RFM for sparse linear regression as a scikit-learn estimator: :func:`lin_rfm_sparse` through the one RFM
+    loop, with the package's name for the power: the metric P = M^2 is AGOP^agop_power, so ``agop_power = 2 alpha``
+    of :func:`lin_rfm_sparse` (the IRLS power is p = 2 - 2 agop_power: 1/2 is basis pursuit, 1 the log penalty).
+
+    Parameters
+    ----------
+    iters : int, default 50
+        Number of updates of M (0: the minimum-norm least-squares solution).
+    agop_power : float, default 1.0
+        The power of the AGOP's diagonal in the metric (> 0).
+    reg : float, default 0.0
+        Ridge of each solve (0: the minimum-norm interpolant, by a pseudo-inverse).
+
+    Attributes
+    ----------
+    coef_ : numpy.ndarray
+        The weights w (n_features,), or (n_outputs, n_features) for 2-D targets (one lin-RFM per output).
+    path_ : numpy.ndarray
+        Every iterate, (iters + 1, n_features) (or (n_outputs, iters + 1, n_features)).
+    n_features_in_ : int
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rfm.models.linear import LinRFMRegressor
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.standard_normal((20, 50))
+    >>> w = np.zeros(50); w[[3, 7]] = [1.0, -2.0]
+    >>> model = LinRFMRegressor(iters=100, agop_power=0.5).fit(X, X @ w)
+    >>> bool(np.abs(model.coef_ - w).max() < 1e-6)
+    True
+    """
+
+    def __init__(self, iters=50, agop_power=1.0, reg=0.0):
+        self.iters = iters
+        self.agop_power = agop_power
+        self.reg = reg
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = True
+        return tags
+
+    def fit(self, X, y):
+        """Run lin-RFM on X and y.
+
+        Parameters
+        ----------
+        X : array-like, shape (n_samples, n_features)
+        y : array-like, shape (n_samples,) or (n_samples, n_outputs)
+
+        Returns
+        -------
+        self
+        """
+        iters = _check_iters(self.iters)
+        power = check_number("agop_power", self.agop_power, low=0.0, low_inclusive=False)
+        reg = check_number("reg", self.reg, low=0.0)
+        X, y = validate_data(self, X, y, dtype=np.float64, multi_output=True, y_numeric=True)
+        Y = y.reshape(len(y), -1)
+        fits = [lin_rfm_sparse(X, Y[:, j], iters=iters, alpha=power / 2, reg=reg, return_path=True)
+                for j in range(Y.shape[1])]
+        self.coef_ = np.stack([w for w, _ in fits]) if y.ndim == 2 else fits[0][0]
+        self.path_ = np.stack([path for _, path in fits]) if y.ndim == 2 else fits[0][1]
+        return self
+
+    def predict(self, X):
+        """X w.
+
+        Parameters
+        ----------
+        X : array-like, shape (n_samples, n_features)
+
+        Returns
+        -------
+        numpy.ndarray
+            (n_samples,) or (n_samples, n_outputs).
+        """
+        check_is_fitted(self, "coef_")
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        return X @ self.coef_.T
 
 
 def irls_step(X, y, w, *, p: float = 1.0, eps: float = 0.0):

@@ -1,5 +1,5 @@
 """scikit-learn's own estimator checks over every estimator of rfm.models: the RFM estimators and ConvRFM in both
-dtypes, DeepConvRFM, and the transfer estimators.
+dtypes, DeepConvRFM, the transfer estimators and lin-RFM.
 
 float64 RFM estimators pass every check; the expected failures of the others are declared with their reasons in
 :func:`expected_failures`."""
@@ -8,6 +8,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import rfm
 from rfm.models.conv import ConvRFM, ConvRFMClassifier, DeepConvRFM
+from rfm.models.linear import LinRFMRegressor
 from rfm.models.transfer import ProjectedKernel, TranslatedKernel
 
 FLOAT32_REASON = ("float32 matrix products round differently with the number of rows in a batch (1-2 units in the "
@@ -44,7 +45,7 @@ ESTIMATORS = [rfm.RFMRegressor(iters=2), rfm.RFMClassifier(iters=2),
               rfm.RFMRegressor(iters=2, dtype="float64"), rfm.RFMClassifier(iters=2, dtype="float64"),
               ConvRFM(), ConvRFMClassifier(), ConvRFM(dtype="float64"), ConvRFMClassifier(dtype="float64"),
               DeepConvRFM(depth=2, width=4, dtype="float64"),
-              TranslatedKernel(first_column), ProjectedKernel(first_column)]
+              TranslatedKernel(first_column), ProjectedKernel(first_column), LinRFMRegressor(iters=5)]
 
 
 @parametrize_with_checks(ESTIMATORS, expected_failed_checks=expected_failures)
