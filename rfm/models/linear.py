@@ -274,8 +274,8 @@ class LinRFMRegressor(RegressorMixin, BaseEstimator):
         reg = check_number("reg", self.reg, low=0.0)
         X, y = validate_data(self, X, y, dtype=np.float64, multi_output=True, y_numeric=True)
         Y = y.reshape(len(y), -1)
-        fits = [lin_rfm_sparse(X, Y[:, j], iters=iters, alpha=power / 2, reg=reg, return_path=True)
-                for j in range(Y.shape[1])]
+        fits = [lin_rfm_sparse(X, np.ascontiguousarray(Y[:, j]), iters=iters, alpha=power / 2, reg=reg,
+                               return_path=True) for j in range(Y.shape[1])]  # contiguous: as one output rounds
         self.coef_ = np.stack([w for w, _ in fits]) if y.ndim == 2 else fits[0][0]
         self.path_ = np.stack([path for _, path in fits]) if y.ndim == 2 else fits[0][1]
         return self
