@@ -18,9 +18,9 @@ and Science numpy code), ``center`` (gradients centred per output over all evalu
 (a seeded uniform random subset of the training points; all of them when n is smaller).
 
 The loop itself is :func:`rfm.models.loop.rfm_loop`, the one RFM loop of the package; :class:`KernelStep` is what
-it runs for these estimators. Each iterate is a :class:`rfm.KernelMachine`; the fitted one is ``model.machine_``. Arrays in give arrays out
-(float32 input stays float32, other input comes back float64); torch tensors in give tensors out, on their device
-and differentiable.
+it runs for these estimators. Each iterate is a :class:`rfm.KernelMachine`; the fitted one is ``model.machine_``.
+Arrays in give arrays out (float32 input stays float32, other input comes back float64); torch tensors in give
+tensors out, on their device and differentiable.
 """
 from __future__ import annotations
 

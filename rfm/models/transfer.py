@@ -31,12 +31,11 @@ import torch
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._checks import check_matrix, check_number, check_targets, resolve_dtype
+from .._checks import check_matrix, check_number, resolve_dtype
 from ..core.kernels import get_kernel, kernel_matrix
 from ..core.machine import KernelMachine
 from ..core.solvers import solve_krr
 from ..metrics import ScalingLaw, fit_scaling_law
-from ..nets.classifier import label_codes
 from ..utils import make_generator
 from .estimators import RFMClassifier, RFMRegressor, regression_targets
 from .loop import rfm_loop

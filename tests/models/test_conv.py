@@ -600,7 +600,8 @@ def test_the_chapter_and_earlier_readers_import_paths_still_work():
     import rfm.core.patches
     import rfm.nets.conv
 
-    assert rfm.models.conv.patches is rfm.core.patches.patches and rfm.models.conv.as_images is rfm.core.patches.as_images
+    assert rfm.models.conv.patches is rfm.core.patches.patches
+    assert rfm.models.conv.as_images is rfm.core.patches.as_images
     for name in ("ConvNet", "cnfa_table", "conv_from_feature_matrix", "conv_layers", "conv_patches", "filter_nfm",
                  "patch_agop", "patch_gradients"):
         assert getattr(rfm.models.conv, name) is getattr(rfm.nets.conv, name)

@@ -3,7 +3,6 @@ dtypes, DeepConvRFM, the transfer estimators and lin-RFM.
 
 float64 RFM estimators pass every check; the expected failures of the others are declared with their reasons in
 :func:`expected_failures`."""
-import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import rfm
