@@ -289,7 +289,8 @@ class ConvRFM(_ImageInput, RegressorMixin, BaseEstimator):
         return kernel, float(power), _deprecated(self, "generator", "random_state", self.random_state)
 
     # -- patches and kernels ---------------------------------------------------------------------------------------
-    def _device(self, X):
+    def _device(self):
+        """The device of the computation: ``device``, or None for that of the input."""
         return get_device(self.device) if self.device is not None else None
 
     def patches(self, X) -> torch.Tensor:
@@ -306,9 +307,11 @@ class ConvRFM(_ImageInput, RegressorMixin, BaseEstimator):
             (n, P, C q^2), in the model's dtype, on its device (or X's).
         """
         if hasattr(self, "image_shape_"):
-            h = self._check_images(X, reset=False, dtype=resolve_dtype(self.dtype), device=self._device(X))[0]
+            h = self._check_images(X, reset=False, dtype=resolve_dtype(self.dtype), device=self._device())[0]
         else:
-            h = as_images(X, self.shape, dtype=resolve_dtype(self.dtype), device=self._device(X))
+            if self.shape is None and getattr(X, "ndim", None) == 2:
+                X = X.reshape(X.shape[0], 1, 1, X.shape[1])  # rows without a shape: 1 x d signals, as in fit
+            h = as_images(X, self.shape, dtype=resolve_dtype(self.dtype), device=self._device())
         return self._unfold(h)
 
     def _unfold(self, h):
@@ -413,7 +416,7 @@ class ConvRFM(_ImageInput, RegressorMixin, BaseEstimator):
         for key in ("M_", "alpha_", "image_shape_", "classes_"):
             self.__dict__.pop(key, None)
         dtype = resolve_dtype(self.dtype)
-        h, _ = self._check_images(X, reset=True, dtype=dtype, device=self._device(X))
+        h, _ = self._check_images(X, reset=True, dtype=dtype, device=self._device())
         self._one_d = (y.ndim if isinstance(y, torch.Tensor) else np.asarray(y).ndim) == 1
         U = self._unfold(h)
         Y = self._targets(y, U.shape[0], U.device)
