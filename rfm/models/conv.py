@@ -112,7 +112,7 @@ class PatchStep:
     U, Y : torch.Tensor
         Training patches (n, P, D) and targets (n, c).
     val : (Uv, Yv) or None
-        Validation patches and targets (as :meth:`ConvRFM._val_metrics` takes them).
+        Validation patches and targets (the targets as the model's validation metrics take them).
     power : float
         The AGOP power.
     generator : torch.Generator
