@@ -77,7 +77,9 @@ from IPython.display import display
 
 import rfm
 import rfm.book
-from rfm.models.conv import ConvNet, ConvRFMClassifier, cnfa_table, patches
+from rfm.core.patches import patches
+from rfm.models.conv import ConvRFMClassifier
+from rfm.nets.conv import ConvNet, cnfa_table
 from rfm.data.images import bars_task, star_task
 
 start = time.perf_counter()
@@ -98,13 +100,13 @@ print(f"profile={P.profile}, bars: n={P.n_bars}, conv layers {P.channels}, {P.ep
 #
 # The task: $16 \times 16$ images of Gaussian noise ($\sigma = 0.5$) with one bar of height 1 at a random place,
 # $3 \times 7$ (horizontal, class 0) or $7 \times 3$ (vertical, class 1). A bar detector, an oriented edge filter,
-# is the feature to learn. The network (`rfm.models.conv.ConvNet`): {glue:text}`bars_layers` bias-free $3 \times 3$
+# is the feature to learn. The network (`rfm.nets.conv.ConvNet`): {glue:text}`bars_layers` bias-free $3 \times 3$
 # convolution(s) of 64 filters with "same" padding and ReLU, global average pooling and a linear read-out, weights
 # drawn with standard deviation 0.1, trained with Adam (learning rate $3 \cdot 10^{-3}$, batches of 100,
 # cross-entropy) for {glue:text}`bars_epochs` epochs on {glue:text}`bars_n` images. These settings are ours, chosen
 # so that the network trains in seconds on a CPU.
 #
-# For each layer we compare $W^\top W$ with the patch-AGOP of the network (`rfm.models.conv.patch_agop`: autograd with respect
+# For each layer we compare $W^\top W$ with the patch-AGOP of the network (`rfm.nets.conv.patch_agop`: autograd with respect
 # to the unfolded patches of the layer's input, on the training images) by their cosine similarity. Two controls
 # from the same run must lose:
 #
@@ -254,7 +256,7 @@ Xs, ys = star.X[:P.n_star].to(dev), star.y[:P.n_star].to(dev)
 Xs_te, ys_te = star.X[P.n_star:].to(dev), star.y[P.n_star:].to(dev)
 t0 = time.perf_counter()
 crfm = ConvRFMClassifier(shape=(3, 32, 32), q=P.star_q, padding="valid", kernel="laplace", bandwidth=10.0, reg=1e-3,
-                         iters=P.star_iters, generator=seed, device=dev)
+                         iters=P.star_iters, random_state=seed, device=dev)
 crfm.fit(Xs, ys, Xs_te, ys_te)
 star_secs = time.perf_counter() - t0
 star_acc = [r["val_accuracy"] for r in crfm.history_]
@@ -305,7 +307,7 @@ plt.show()
 # It trains a 4-layer `ConvNet` (32 filters a layer, He initialisation, Adam with learning rate $10^{-3}$) on
 # {glue:text}`cifar_n` CIFAR-10 images for {glue:text}`cifar_epochs` epochs (`rfm.data.load_cifar10`; our
 # settings, not the paper's) and measures the CNFA of every layer with
-# the same two controls as in section 1 (`rfm.models.conv.cnfa_table`). This path is tested in the book's test suite on a
+# the same two controls as in section 1 (`rfm.nets.conv.cnfa_table`). This path is tested in the book's test suite on a
 # stand-in for torchvision that serves random images, so it runs, but its values on real CIFAR-10 have not been
 # measured by us and no check is made on them.
 

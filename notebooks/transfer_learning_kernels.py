@@ -76,7 +76,8 @@ from IPython.display import display
 import rfm
 import rfm.book
 from rfm.data import images as I
-from rfm.models.transfer import TranslatedKernel, fit_scaling_law, source_outputs, transfer_curves
+from rfm.metrics import fit_scaling_law
+from rfm.models.transfer import TranslatedKernel, source_outputs, transfer_curves
 
 start = time.perf_counter()
 P = rfm.book.settings(
@@ -244,7 +245,7 @@ plt.show()
 # The paper reports that transferred kernels follow simple scaling laws in $n_t$; we could not read their form.
 # {numref}`fig-transfer-learning-kernels-scaling` plots the test error (1 − accuracy, averaged over the corruptions
 # and draws) against $n_t$ on log-log axes and fits a power law $\mathrm{err} = a\, n_t^{\,b}$ to each method with
-# `rfm.models.transfer.fit_scaling_law`.
+# `rfm.metrics.fit_scaling_law`.
 
 # %%
 laws = {}

@@ -14,7 +14,9 @@ means the model diverged), and predictions must have as many entries as the targ
 from __future__ import annotations
 
 import numbers
+from typing import NamedTuple
 
+import numpy as np
 import torch
 
 from ._checks import _to_tensor, check_choice, check_number
@@ -164,3 +166,67 @@ def accuracy(y, y_pred) -> float:
     """The share of samples whose predicted label equals the true label; labels of the same shape."""
     y, y_pred = _paired(y, y_pred, "labels")
     return float((y.reshape(-1) == y_pred.reshape(-1)).to(torch.float64).mean())
+
+
+class ScalingLaw(NamedTuple):
+    """err = coef * n ** slope, fitted by least squares on (log n, log err); ``r2`` is the fit's R^2 there.
+
+    Attributes
+    ----------
+    coef : float
+        The prefactor a.
+    slope : float
+        The exponent b (the slope on log-log axes).
+    r2 : float
+        R^2 of the linear fit in log-log coordinates.
+    """
+    coef: float
+    slope: float
+    r2: float
+
+    def __call__(self, n):
+        """The fitted law at ``n``: coef * n ** slope (a float array)."""
+        return self.coef * np.asarray(n, dtype=float) ** self.slope
+
+
+def fit_scaling_law(n, err) -> ScalingLaw:
+    """Fit err = a n^b to positive ``n`` and positive ``err`` by least squares in log-log coordinates: the package's
+    one log-log fit (scaling laws in the number of samples, slopes of a power law).
+
+    Parameters
+    ----------
+    n : array-like
+        Positive, finite abscissae (e.g. sample sizes), at least two different values.
+    err : array-like
+        Positive, finite values, one per entry of ``n``.
+
+    Returns
+    -------
+    ScalingLaw
+        (coef, slope, r2): a = exp(intercept), b = the slope of log err against log n, and the fit's R^2.
+
+    Examples
+    --------
+    >>> from rfm.metrics import fit_scaling_law
+    >>> law = fit_scaling_law([10, 100, 1000], [1.0, 0.1, 0.01])
+    >>> round(law.slope, 6), round(law.coef, 6)
+    (-1.0, 10.0)
+    """
+    n = np.asarray(n, dtype=float).ravel()
+    err = np.asarray(err, dtype=float).ravel()
+    if n.shape != err.shape:
+        raise ValueError(f"n and err must have the same length, got {n.size} and {err.size}")
+    if n.size < 2:
+        raise ValueError(f"n must hold at least two sample sizes to fit a slope, got {n.size}")
+    if not (np.isfinite(n).all() and (n > 0).all()):
+        raise ValueError("n must be positive and finite (sample sizes)")
+    if not (np.isfinite(err).all() and (err > 0).all()):
+        raise ValueError("err must be positive and finite (a zero error has no logarithm: drop it)")
+    if np.ptp(n) == 0:
+        raise ValueError("n must hold at least two different sample sizes")
+    x, y = np.log(n), np.log(err)
+    slope, intercept = np.polyfit(x, y, 1)
+    resid = y - (intercept + slope * x)
+    tot = ((y - y.mean()) ** 2).sum()
+    r2 = 1.0 - (resid ** 2).sum() / tot if tot > 0 else 1.0
+    return ScalingLaw(float(np.exp(intercept)), float(slope), float(r2))

@@ -63,3 +63,27 @@ def test_seeding_and_devices():
     assert torch.equal(torch.rand(3, generator=g1), torch.rand(3, generator=g2))
     assert rfm.get_device("cpu").type == "cpu"
     assert rfm.get_device(None).type == ("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def test_fit_scaling_law_recovers_an_exact_power_law_and_its_r2():
+    from rfm.metrics import fit_scaling_law
+
+    n = np.array([10.0, 30.0, 100.0, 300.0, 1000.0])
+    law = fit_scaling_law(n, 3.0 * n ** -0.7)
+    assert law.slope == pytest.approx(-0.7, rel=1e-12) and law.coef == pytest.approx(3.0, rel=1e-12)
+    assert law.r2 == pytest.approx(1.0) and law(1e4) == pytest.approx(3.0 * 1e4 ** -0.7, rel=1e-12)
+    noisy = fit_scaling_law(n, 3.0 * n ** -0.7 * np.array([1.1, 0.9, 1.05, 0.95, 1.0]))
+    slope, intercept = np.polyfit(np.log(n), np.log(3.0 * n ** -0.7 * np.array([1.1, 0.9, 1.05, 0.95, 1.0])), 1)
+    assert noisy.slope == pytest.approx(slope, rel=1e-12) and noisy.coef == pytest.approx(np.exp(intercept), rel=1e-12)
+    assert 0 < noisy.r2 < 1
+    with pytest.raises(ValueError, match="positive"):
+        fit_scaling_law(n, np.zeros(5))
+    with pytest.raises(ValueError, match="two"):
+        fit_scaling_law([1.0], [1.0])
+
+
+def test_the_transfer_module_re_exports_the_one_log_log_fit():
+    from rfm.metrics import ScalingLaw, fit_scaling_law
+    from rfm.models import transfer
+
+    assert transfer.fit_scaling_law is fit_scaling_law and transfer.ScalingLaw is ScalingLaw

@@ -10,7 +10,8 @@
 * :mod:`~rfm.core.cg`             -- preconditioned conjugate gradients (RPCholesky preconditioner), ``solver="auto"``
 * :mod:`~rfm.core.eigenpro`       -- EigenPro 2 and 3 (Nystrom-preconditioned SGD), ``solver="eigenpro2"``/``"eigenpro3"``
 * :mod:`~rfm.core.coincident`     -- which evaluation points are centres (exact row comparison)
+* :mod:`~rfm.core.patches`        -- the patch feature map: images as the q x q patches a convolution multiplies
 * :mod:`~rfm.core.blocks`         -- the memory policy: rows per block of kernel values
 
-The estimators (:mod:`rfm.models.estimators`) run the RFM loop over these pieces.
+The estimators (:mod:`rfm.models`) run the one RFM loop (:mod:`rfm.models.loop`) over these pieces.
 """

@@ -67,9 +67,27 @@ class KernelMachine:
         self.centers_t = self.fm.transform(self.centers)
 
     @classmethod
-    def _trusted(cls, kernel, centers, centers_t, alpha, fm, mem_bytes=None) -> "KernelMachine":
+    def from_iterate(cls, kernel, centers, centers_t, alpha, fm, mem_bytes=None) -> "KernelMachine":
         """A machine from an RFM iteration's own tensors (already checked, transformed once), without copies or
-        validation passes."""
+        validation passes (the RFM loop builds one per solve).
+
+        Parameters
+        ----------
+        kernel : rfm.Kernel
+        centers : torch.Tensor
+            The training points (n, d), validated by the caller.
+        centers_t : torch.Tensor
+            ``fm.transform(centers)``.
+        alpha : torch.Tensor
+            Coefficients (n,) or (n, c).
+        fm : rfm.FeatureMatrix
+        mem_bytes : int or None, default None
+            Working-memory budget of its kernel blocks.
+
+        Returns
+        -------
+        KernelMachine
+        """
         self = cls.__new__(cls)
         self.kernel, self.centers, self.centers_t, self.fm, self.mem_bytes = kernel, centers, centers_t, fm, mem_bytes
         self.alpha = alpha if alpha.ndim == 2 else alpha[:, None]

@@ -1,5 +1,6 @@
 """RFM models: the recursive feature machine loop and the estimators built on it.
 
+* :mod:`~rfm.models.loop`       -- the one RFM loop (solve, record/keep-best, AGOP, update M) over a step object
 * :mod:`~rfm.models.estimators` -- :class:`RFMRegressor` and :class:`RFMClassifier` (scikit-learn estimators)
 * :mod:`~rfm.models.conv`       -- ConvRFM and deep ConvRFM (an aligned-patch kernel with a learned patch metric)
 * :mod:`~rfm.models.linear`     -- linear RFM (lin-RFM) and IRLS: sparse regression and low-rank matrix completion
@@ -7,6 +8,6 @@
   model
 """
 from .estimators import RFMClassifier, RFMRegressor
-from . import conv, estimators, linear, transfer  # noqa: E402
+from . import conv, estimators, linear, loop, transfer  # noqa: E402
 
-__all__ = ["RFMClassifier", "RFMRegressor", "conv", "estimators", "linear", "transfer"]
+__all__ = ["RFMClassifier", "RFMRegressor", "conv", "estimators", "linear", "loop", "transfer"]

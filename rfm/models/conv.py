@@ -1,561 +1,322 @@
-r"""Convolutions seen through their patches: the convolutional Neural Feature Ansatz and ConvRFM.
+r"""ConvRFM and Deep ConvRFM: the RFM loop on image patches.
 
-A convolution with filters W (C_out x C_in x q x q) acts on every q x q patch u_p of its input alike: its output
-at position p is W u_p, with W reshaped to C_out x C_in q^2 (:func:`patches` gives the u_p in that order, so that
-``patches(X, q) @ W.reshape(C_out, -1).T`` is ``conv2d(X, W)``). Beaglehole, Radhakrishnan, Pandit & Belkin
-(code aradha/convrfm) state the *convolutional Neural Feature Ansatz*: the filter feature matrix W^T W
-(:func:`filter_nfm`) is proportional to the AGOP of the network taken with respect to the patches of the layer,
-
-    patch-AGOP = (1/n) sum_x sum_c sum_p grad_{u_p} f_c(x) grad_{u_p} f_c(x)^T        (C_in q^2 x C_in q^2)
-
-(:func:`patch_agop`: a sum over the patches, a mean over the images, as the authors' ConvRFM code accumulates
-it). :class:`ConvNet` is a small bias-free CNN to train (with :func:`rfm.nets.train`, which takes any module)
-and measure it on.
-
-:class:`ConvRFM` (and :class:`ConvRFMClassifier`) is the convolutional Recursive Feature Machine with a kernel
-that averages a radial base kernel over *aligned* patch pairs, with the patches transformed by M^{1/2}:
+:class:`ConvRFM` (and :class:`ConvRFMClassifier`) is the convolutional Recursive Feature Machine of Beaglehole,
+Radhakrishnan, Pandit & Belkin (code aradha/convrfm) with a kernel that averages a radial base kernel over *aligned*
+patch pairs, with the patches u_p (:mod:`rfm.core.patches`) transformed by M^{1/2}:
 
     K_M(x, z) = (1/P) sum_p k(M^{1/2} u_p(x), M^{1/2} u_p(z)),
 
-alternating a kernel ridge solve with M <- normalize(patch-AGOP of the predictor ^ power) (the closed form, as
-:mod:`rfm.core.machine` does for the plain kernel). The authors' kernel is the convolutional NTK of
-neural-tangents (JAX); this module replaces it by a Laplace (or Gaussian) patch kernel.
+run through the one RFM loop (:mod:`rfm.models.loop`): a kernel ridge solve, then M <- normalize(patch-AGOP of the
+predictor ^ agop_power), the closed form of the patch-AGOP (1/n) sum_x sum_c sum_p grad_{u_p} f_c grad_{u_p} f_c^T.
+The authors' kernel is the convolutional NTK of neural-tangents (JAX); this module replaces it by a Laplace (or
+Gaussian) patch kernel. :class:`DeepConvRFM` stacks ConvRFMs, with frozen convolutions drawn from each learned M
+(:func:`rfm.nets.conv.conv_from_feature_matrix`) between them.
 
-Images are (n, C, H, W) tensors or flattened rows (n, C*H*W) with their ``shape`` given, as :mod:`rfm.data`
-returns them. Everything runs on the device of the input (or of the network).
+All three are scikit-learn estimators. Images are (n, C, H, W) arrays or tensors, (n, H, W) single-channel images,
+or flattened rows (n, C*H*W) with their ``shape`` given; 2-D rows without ``shape`` are read as single-channel
+1 x d signals. Arrays in give arrays out; tensors in give tensors out, on their device.
+
+The network side of the convolutional Neural Feature Ansatz (:func:`patch_agop`, :func:`cnfa_table`,
+:class:`ConvNet`, ...) lives in :mod:`rfm.nets.conv` and the patch map in :mod:`rfm.core.patches`; both are
+re-exported here for the readers of earlier releases.
 """
 from __future__ import annotations
 
-import copy
-import math
+import numbers
+import warnings
 
+import numpy as np
 import torch
-import torch.nn.functional as F
-from torch import nn
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
-from .._checks import _to_tensor, check_choice, check_number, check_targets, resolve_dtype
-from ..core.agop import AGOPAccumulator, jacobians, sample_points
+from .._checks import DegenerateAGOPError, check_choice, check_number, resolve_dtype
+from ..core.agop import AGOPAccumulator, sample_points
 from ..core.blocks import resolve_mem_bytes
-from ..core.feature_matrix import NORMALIZATIONS, FeatureMatrix, feature_matrix_from_agop, feature_update
+from ..core.feature_matrix import NORMALIZATIONS, FeatureMatrix, feature_matrix_from_agop
 from ..core.kernels import Kernel, get_kernel
+from ..core.patches import PADDING_MODES, as_images, as_pair, image_shape, padding_amounts, patches, unfold
 from ..core.solvers import solve_krr
-from ..metrics import matrix_correlation
-from ..nets.classifier import _class_indices, decode_label_codes, label_codes
-from ..utils import get_device, make_generator
-
-PADDING_MODES = ("zeros", "circular", "reflect", "replicate")
-
-# ----------------------------------------------------------------------------------------------------------------
-# Patches
-
-
-def _image_shape(shape):
-    """(H, W) or (C, H, W) -> (C, H, W)."""
-    if isinstance(shape, (str, bytes)) or not hasattr(shape, "__len__") or len(shape) not in (2, 3):
-        raise ValueError(f"shape must be (height, width) or (channels, height, width), got {shape!r}")
-    for s in shape:
-        check_number("shape entry", s, low=1, integer=True)
-    shape = tuple(int(s) for s in shape)
-    return shape if len(shape) == 3 else (1, *shape)
-
-
-def as_images(X, shape=None, *, name: str = "X", dtype=None, device=None) -> torch.Tensor:
-    """``X`` as a finite floating (n, C, H, W) tensor: 4-D as it is, 2-D rows reshaped to ``shape``
-    ((H, W) or (C, H, W)), 3-D read as (n, H, W) single-channel images."""
-    t = _to_tensor(X, name)
-    if t.dtype == torch.bool:
-        raise TypeError(f"{name} must be numeric, got dtype torch.bool")
-    if t.ndim == 2:
-        if shape is None:
-            raise ValueError(f"{name} is 2-D (flattened images, shape {tuple(t.shape)}): pass shape=(C, H, W) or "
-                             "(H, W), or pass the images as an (n, C, H, W) tensor")
-        C, H, W = _image_shape(shape)
-        if t.shape[1] != C * H * W:
-            raise ValueError(f"{name} has {t.shape[1]} columns but shape {(C, H, W)} has {C * H * W} pixels")
-        t = t.reshape(t.shape[0], C, H, W)
-    elif t.ndim == 3:
-        t = t[:, None]
-    elif t.ndim != 4:
-        raise ValueError(f"{name} must hold images as (n, C, H, W), (n, H, W) or flattened rows (n, C*H*W), got "
-                         f"shape {tuple(t.shape)}")
-    if shape is not None and tuple(t.shape[1:]) != _image_shape(shape):
-        raise ValueError(f"{name} has images of shape {tuple(t.shape[1:])}, expected {_image_shape(shape)}")
-    if t.shape[0] < 1:
-        raise ValueError(f"{name} must hold at least one image")
-    target = dtype if dtype is not None else (t.dtype if t.is_floating_point() else torch.float32)
-    t = t.to(device=device if device is not None else t.device, dtype=target)
-    if not bool(torch.isfinite(t).all()):
-        raise ValueError(f"{name} contains {int((~torch.isfinite(t)).sum())} NaN or infinite value(s)")
-    return t
-
-
-def _pair_of(name, value, low):
-    if isinstance(value, (tuple, list)):
-        if len(value) != 2:
-            raise ValueError(f"{name} must be an integer or a pair of integers, got {value!r}")
-        return tuple(int(check_number(name, v, low=low, integer=True)) for v in value)
-    v = int(check_number(name, value, low=low, integer=True))
-    return v, v
-
-
-def _pads(padding, q, dilation, stride):
-    """The (left, right, top, bottom) amounts of F.pad for padding "valid", "same", an int or (ph, pw)."""
-    if isinstance(padding, str):
-        check_choice("padding", padding, ("same", "valid"))
-        if padding == "valid":
-            return (0, 0, 0, 0)
-        if stride != (1, 1):
-            raise ValueError("padding='same' needs stride 1 (as torch's conv2d)")
-        (th, tw) = (dilation[0] * (q[0] - 1), dilation[1] * (q[1] - 1))
-        return (tw // 2, tw - tw // 2, th // 2, th - th // 2)
-    ph, pw = _pair_of("padding", padding, 0)
-    return (pw, pw, ph, ph)
-
-
-def _unfold(h, q, stride, pads, dilation, padding_mode):
-    """(n, C, H, W) -> patches (n, P, C*q*q) and the output grid (H', W')."""
-    check_choice("padding_mode", padding_mode, PADDING_MODES)
-    if any(pads):
-        h = F.pad(h, pads, mode="constant" if padding_mode == "zeros" else padding_mode)
-    Hp, Wp = h.shape[-2:]
-    Ho = (Hp - dilation[0] * (q[0] - 1) - 1) // stride[0] + 1
-    Wo = (Wp - dilation[1] * (q[1] - 1) - 1) // stride[1] + 1
-    if Ho < 1 or Wo < 1:
-        raise ValueError(f"the {q[0]} x {q[1]} patches do not fit in images of {Hp} x {Wp} (after padding)")
-    U = F.unfold(h, q, dilation=dilation, padding=0, stride=stride)  # (n, C q q, P)
-    return U.transpose(1, 2), (Ho, Wo)
-
-
-def patches(X, q: int = 3, stride=1, padding=0, *, shape=None, padding_mode: str = "zeros",
-            dilation=1) -> torch.Tensor:
-    """The q x q patches of images, shape (n, P, C*q*q), ordered as a conv2d filter flattened (channel, row, column).
-
-    Parameters
-    ----------
-    X : tensor (n, C, H, W), (n, H, W), or flattened rows (n, C*H*W) with ``shape``
-    q : int or (qh, qw), default 3
-        Patch (filter) size.
-    stride, dilation : int or pair, default 1
-    padding : int, pair, "valid" or "same", default 0
-        As torch's conv2d: ``"same"`` keeps the H x W grid (stride 1).
-    shape : (C, H, W) or (H, W), optional
-        The image shape of flattened rows.
-    padding_mode : {"zeros", "circular", "reflect", "replicate"}, default "zeros"
-
-    Returns
-    -------
-    torch.Tensor (n, P, C*q*q), P = H' W' positions in row-major order, on X's device and in its dtype
-
-    Examples
-    --------
-    >>> import torch
-    >>> from rfm.models.conv import patches
-    >>> X, W = torch.randn(2, 3, 8, 8), torch.randn(5, 3, 3, 3)
-    >>> out = patches(X, 3) @ W.reshape(5, -1).T                       # (2, 36, 5)
-    >>> torch.allclose(out.transpose(1, 2).reshape(2, 5, 6, 6), torch.nn.functional.conv2d(X, W), atol=1e-5)
-    True
-    """
-    h = as_images(X, shape)
-    qq = _pair_of("q", q, 1)
-    st, dil = _pair_of("stride", stride, 1), _pair_of("dilation", dilation, 1)
-    U, _ = _unfold(h, qq, st, _pads(padding, qq, dil, st), dil, padding_mode)
-    return U
-
-
-def _conv_settings(conv: nn.Conv2d):
-    q, st, dil = tuple(conv.kernel_size), tuple(conv.stride), tuple(conv.dilation)
-    return q, st, _pads(conv.padding, q, dil, st), dil, conv.padding_mode
-
-
-def conv_patches(conv: nn.Conv2d, h: torch.Tensor) -> torch.Tensor:
-    """The patches (n, P, C_in q^2) a ``torch.nn.Conv2d`` multiplies by its filters, at its input h (n, C, H, W),
-    with its own stride, padding, padding mode and dilation."""
-    _check_conv(conv)
-    return _unfold(h, *_conv_settings(conv))[0]
-
-
-def _check_conv(conv):
-    if not isinstance(conv, nn.Conv2d):
-        raise TypeError(f"expected a torch.nn.Conv2d, got {type(conv).__name__}")
-    if conv.groups != 1:
-        raise ValueError(f"grouped convolutions (groups={conv.groups}) are not supported: the filter matrix W is "
-                         "C_out x C_in q^2 only for groups=1")
-    return conv
-
-
-def filter_nfm(conv) -> torch.Tensor:
-    """The filter feature matrix W^T W (float64, C_in q^2 x C_in q^2), with W reshaped to C_out x C_in q^2.
-
-    ``conv`` is a ``torch.nn.Conv2d`` (groups 1) or its weight tensor (C_out, C_in, qh, qw)."""
-    if isinstance(conv, nn.Module):
-        W = _check_conv(conv).weight
-    else:
-        W = _to_tensor(conv, "conv")
-        if W.ndim != 4:
-            raise ValueError(f"a filter tensor must be 4-D (C_out, C_in, qh, qw), got shape {tuple(W.shape)}")
-    W = W.detach().to(torch.float64).reshape(W.shape[0], -1)
-    if not bool(torch.isfinite(W).all()):
-        raise ValueError("the filters contain NaN or infinite values")
-    return W.T @ W
-
-
-# ----------------------------------------------------------------------------------------------------------------
-# The patch-AGOP of a network
-
-
-class _Stop(Exception):
-    pass
-
-
-def conv_layers(model: nn.Module) -> list[tuple[str, nn.Conv2d]]:
-    """The ``torch.nn.Conv2d`` modules of a model with their names, in the order of ``model.named_modules()``."""
-    if not isinstance(model, nn.Module):
-        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
-    return [(name, m) for name, m in model.named_modules() if isinstance(m, nn.Conv2d)]
-
-
-def _conv_layer(model, layer) -> nn.Conv2d:
-    convs = conv_layers(model)
-    if not convs:
-        raise ValueError("model has no torch.nn.Conv2d layer")
-    if isinstance(layer, nn.Conv2d):
-        if not any(m is layer for _, m in convs):
-            raise ValueError("layer is a Conv2d that is not part of model")
-        return _check_conv(layer)
-    if isinstance(layer, str):
-        names = dict(convs)
-        if layer not in names:
-            raise ValueError(f"model has no Conv2d named {layer!r}; its Conv2d layers are {list(names)}")
-        return _check_conv(names[layer])
-    check_number("layer", layer, low=-len(convs), high=len(convs) - 1, integer=True)
-    return _check_conv(convs[layer][1])
-
-
-def _layer_input(model, conv, Xb) -> torch.Tensor:
-    """The input of ``conv`` when the model runs on Xb (the forward pass stops there)."""
-    seen = {}
-
-    def grab(mod, inp):
-        seen["h"] = inp[0].detach()
-        raise _Stop
-
-    handle = conv.register_forward_pre_hook(grab)
-    try:
-        with torch.no_grad():
-            model(Xb)
-    except _Stop:
-        pass
-    finally:
-        handle.remove()
-    if "h" not in seen:
-        raise ValueError("the chosen Conv2d layer is not used when the model runs on X")
-    return seen["h"]
-
-
-def _conv_from_patches(conv, U, grid):
-    """conv's output (b, C_out, H', W') computed from its patches U (b, P, C_in q^2)."""
-    W = conv.weight.reshape(conv.weight.shape[0], -1)
-    out = (U @ W.T).transpose(1, 2).reshape(U.shape[0], W.shape[0], *grid)
-    if conv.bias is not None:
-        out = out + conv.bias[:, None, None]
-    return out
-
-
-def _as_model_input(model, X):
-    param = next(model.parameters(), None)
-    t = _to_tensor(X, "X")
-    if t.ndim < 2 or t.shape[0] < 1:
-        raise ValueError(f"X must be a batch of inputs (n, ...) with n >= 1, got shape {tuple(t.shape)}")
-    t = t.to(dtype=param.dtype if param is not None else torch.float32,
-             device=param.device if param is not None else t.device)
-    if not bool(torch.isfinite(t).all()):
-        raise ValueError(f"X contains {int((~torch.isfinite(t)).sum())} NaN or infinite value(s)")
-    return t
-
-
-def patch_gradients(model: nn.Module, X, layer=0) -> torch.Tensor:
-    """The gradients of every output of ``model`` with respect to every patch of a conv layer's input:
-    shape (n, c, P, C_in q^2), by autograd (:func:`rfm.jacobians`).
-
-    The layer's output is recomputed from its patches U as U W^T (plus its bias), and the network is
-    differentiated with respect to U; ``layer`` is an index into :func:`conv_layers`, a name, or the module. The
-    model must act image by image (no batch statistics: call ``model.eval()`` for batch norm)."""
-    conv = _conv_layer(model, layer)
-    X = _as_model_input(model, X)
-    q, st, pads, dil, mode = _conv_settings(conv)
-    h = _layer_input(model, conv, X)
-    U, grid = _unfold(h, q, st, pads, dil, mode)
-    b, P, D = U.shape
-
-    def f(Uflat):
-        def replace(mod, inp, out):
-            return _conv_from_patches(conv, Uflat.reshape(b, P, D), grid)
-
-        handle = conv.register_forward_hook(replace)
-        try:
-            return model(X)
-        finally:
-            handle.remove()
-
-    G = jacobians(f, U.reshape(b, P * D))
-    return G.reshape(b, G.shape[1], P, D)
-
-
-def _auto_batch(model, conv, X, mem_bytes: int) -> int:
-    """Images per backward pass of :func:`patch_agop` within ``mem_bytes``: one image's patches U (P x D) and its
-    gradients (c x P x D, in the model's dtype and again in float64 for the AGOP), with room for autograd's copies."""
-    q, st, pads, dil, mode = _conv_settings(conv)
-    U, _ = _unfold(_layer_input(model, conv, X[:1]), q, st, pads, dil, mode)
-    with torch.no_grad():
-        out = model(X[:1])
-    c = out[0].numel()
-    per_image = U[0].numel() * (X.element_size() * (2 * c + 2) + 8 * c)
-    return max(1, min(X.shape[0], mem_bytes // max(1, 2 * per_image)))
-
-
-def patch_agop(model: nn.Module, X, layer=0, *, batch_size: int | None = None, mem_bytes: int | None = None,
-               power: float = 1.0, normalize: str | None = None) -> torch.Tensor:
-    """The patch-AGOP of a conv layer: (1/n) sum_x sum_c sum_p g g^T with g = grad_{u_p} f_c(x) (float64,
-    C_in q^2 x C_in q^2), from :func:`patch_gradients`.
-
-    Parameters
-    ----------
-    model : torch.nn.Module
-        Maps a batch of inputs to (b,) or (b, c) outputs, image by image.
-    X : tensor
-        Inputs as the model takes them (e.g. flattened images for :class:`ConvNet`), on any device (moved to the
-        model's).
-    layer : int, str or torch.nn.Conv2d, default 0
-        Which convolution: an index into :func:`conv_layers`, its name, or the module.
-    batch_size : int or None
-        Images per backward pass; the result does not depend on it. None: as many as fit the working-memory budget
-        ``mem_bytes`` (the gradients of b images take about b c P C_in q^2 float64 numbers, a few times over).
-    mem_bytes : int or None
-        The budget for ``batch_size=None`` (None: :func:`rfm.core.blocks.default_mem_bytes` of the model's device).
-    power, normalize : as :func:`rfm.feature_update` (M = normalize(AGOP^power)).
-
-    Examples
-    --------
-    >>> import torch
-    >>> from rfm.models.conv import patch_agop
-    >>> w = torch.randn(1, 1, 3, 3, dtype=torch.float64)
-    >>> net = torch.nn.Sequential(torch.nn.Conv2d(1, 1, 3, bias=False, dtype=torch.float64),
-    ...                           torch.nn.Flatten(), torch.nn.Linear(36, 1, bias=False, dtype=torch.float64))
-    >>> with torch.no_grad():
-    ...     net[0].weight.copy_(w); net[2].weight.fill_(1.0)
-    >>> A = patch_agop(net, torch.randn(4, 1, 8, 8, dtype=torch.float64))
-    >>> torch.allclose(A, 36 * w.reshape(-1, 1) @ w.reshape(1, -1))    # f = sum_p w.u_p: g = w at 36 patches
-    True
-    """
-    conv = _conv_layer(model, layer)
-    X = _as_model_input(model, X)
-    n = X.shape[0]
-    if batch_size is None:
-        bs = _auto_batch(model, conv, X, resolve_mem_bytes(mem_bytes, X.device))
-    else:
-        bs = int(check_number("batch_size", batch_size, low=1, integer=True))
-    acc = None
-    for start in range(0, n, bs):
-        G = patch_gradients(model, X[start:start + bs], layer)  # (b, c, P, D)
-        if acc is None:
-            acc = AGOPAccumulator(G.shape[1] * G.shape[2], G.shape[3], device=G.device)
-        acc.add(G.reshape(G.shape[0], -1, G.shape[3]))
-    A = acc.result()
-    if power == 1.0 and normalize is None:
-        return A
-    return feature_update(A, power, normalize)
-
-
-def cnfa_table(model: nn.Module, X, *, initial: nn.Module | None = None, layers=None, generator=0,
-               batch_size: int | None = None) -> list[dict]:
-    """The convolutional Neural Feature Ansatz, layer by layer, with its controls.
-
-    For each conv layer l (``layers``: indices into :func:`conv_layers`; None: all), the uncentred cosine
-    (:func:`rfm.matrix_correlation` ``"cosine"``, the authors' correlation) of the filter feature matrix W^T W
-    (:func:`filter_nfm`) and the patch-AGOP (:func:`patch_agop`, at the inputs X) of ``model``; the same for
-    ``initial`` (the network before training, when given); and the **spectrum-matched** control: the eigenvalues of
-    the model's W^T W in Haar-random directions (:func:`rfm.nets.alignment.spectrum_matched`) against the model's
-    patch-AGOP.
-
-    Returns one dict per layer: ``layer`` (1-based), ``trained``, ``init`` (with ``initial``), ``spectrum-matched``,
-    and the matrices ``G``, ``A`` (``G0``, ``A0``) in float64 on the CPU."""
-    from ..nets.alignment import spectrum_matched
-
-    convs = conv_layers(model)
-    if not convs:
-        raise ValueError("model has no torch.nn.Conv2d layer")
-    if initial is not None and len(conv_layers(initial)) != len(convs):
-        raise ValueError(f"initial has {len(conv_layers(initial))} Conv2d layers, model has {len(convs)}")
-    idx = range(len(convs)) if layers is None else [int(check_number("layers", l, low=-len(convs),
-                                                                      high=len(convs) - 1, integer=True))
-                                                     for l in layers]
-    g = make_generator(generator)
-    rows = []
-    for l in idx:
-        l = l % len(convs)
-        G, A = filter_nfm(convs[l][1]).cpu(), patch_agop(model, X, l, batch_size=batch_size).cpu()
-        row = {"layer": l + 1, "trained": float(matrix_correlation(G, A, "cosine"))}
-        if initial is not None:
-            G0 = filter_nfm(conv_layers(initial)[l][1]).cpu()
-            A0 = patch_agop(initial, X, l, batch_size=batch_size).cpu()
-            row.update(init=float(matrix_correlation(G0, A0, "cosine")), G0=G0, A0=A0)
-        row["spectrum-matched"] = float(matrix_correlation(spectrum_matched(G, g), A, "cosine"))
-        row.update(G=G, A=A)
-        rows.append(row)
-    return rows
-
-
-# ----------------------------------------------------------------------------------------------------------------
-# A small bias-free CNN
-
-
-class ConvNet(nn.Module):
-    """A bias-free CNN: ``len(channels)`` conv layers (q x q, "same" padding, ReLU after each), global average
-    pooling, and a linear read-out to ``d_out`` outputs.
-
-    Parameters
-    ----------
-    shape : (C, H, W) or (H, W)
-        The input images; the network takes (n, C, H, W) tensors or flattened rows (n, C*H*W), so that
-        :func:`rfm.nets.train` trains it as it trains an MLP.
-    channels : sequence of int, default (64,)
-    d_out : int, default 1
-    q : int, default 3
-    init_scale : float, default 1.0
-        Weights ~ N(0, s^2 / fan_in), fan_in = C_in q^2 for a conv layer (s = 0.1 sqrt(fan_in) gives std 0.1).
-    generator, dtype, device : seed or ``torch.Generator``; "float32"/"float64"; device
-
-    The initial weights are kept as buffers, and :meth:`initial` rebuilds the network at initialisation (the
-    control of the convolutional NFA).
-    """
-
-    def __init__(self, shape, channels=(64,), d_out: int = 1, *, q: int = 3, init_scale: float = 1.0,
-                 generator=0, dtype="float32", device=None):
-        super().__init__()
-        self.shape = _image_shape(shape)
-        if isinstance(channels, (int, str)) or not hasattr(channels, "__iter__"):
-            raise TypeError(f"channels must be a sequence of integers, e.g. (64,), got {channels!r}")
-        channels = [int(check_number("channels entry", c, low=1, integer=True)) for c in channels]
-        if not channels:
-            raise ValueError("channels must list at least one conv layer")
-        check_number("d_out", d_out, low=1, integer=True)
-        check_number("q", q, low=1, integer=True)
-        s = float(check_number("init_scale", init_scale, low=0, low_inclusive=False))
-        dtype = resolve_dtype(dtype)
-        g = make_generator(generator)
-        self.convs = nn.ModuleList()
-        c_in = self.shape[0]
-        for c in channels:
-            conv = nn.Conv2d(c_in, c, q, padding="same", bias=False, dtype=dtype)
-            with torch.no_grad():
-                conv.weight.copy_(torch.randn(conv.weight.shape, generator=g, dtype=torch.float64)
-                                  * (s / math.sqrt(c_in * q * q)))
-            self.convs.append(conv)
-            c_in = c
-        self.readout = nn.Linear(c_in, int(d_out), bias=False, dtype=dtype)
-        with torch.no_grad():
-            self.readout.weight.copy_(torch.randn(self.readout.weight.shape, generator=g, dtype=torch.float64)
-                                      * (s / math.sqrt(c_in)))
-        for l, conv in enumerate(self.convs):
-            self.register_buffer(f"W0_{l}", conv.weight.detach().clone())
-        self.register_buffer("W0_readout", self.readout.weight.detach().clone())
-        if device is not None:
-            self.to(device)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if x.ndim == 2:
-            x = x.reshape(x.shape[0], *self.shape)
-        for conv in self.convs:
-            x = torch.relu(conv(x))
-        return self.readout(x.mean((2, 3)))
-
-    def initial(self) -> "ConvNet":
-        """A copy of the network with its initial weights restored."""
-        net = copy.deepcopy(self)
-        with torch.no_grad():
-            for l, conv in enumerate(net.convs):
-                conv.weight.copy_(getattr(net, f"W0_{l}"))
-            net.readout.weight.copy_(net.W0_readout)
-        return net
+from ..metrics import r2_score
+from ..nets.classifier import decode_label_codes, label_codes
+from ..nets.conv import (ConvNet, cnfa_table, conv_from_feature_matrix, conv_layers, conv_patches, filter_nfm,
+                         patch_agop, patch_gradients)
+from ..utils import get_device, to_numpy
+from .estimators import class_indices, class_labels, regression_targets, torch_generator
+from .loop import rfm_loop
+
+__all__ = ["ConvRFM", "ConvRFMClassifier", "DeepConvRFM", "PatchStep",
+           # re-exported from rfm.core.patches and rfm.nets.conv
+           "ConvNet", "PADDING_MODES", "as_images", "cnfa_table", "conv_from_feature_matrix", "conv_layers",
+           "conv_patches", "filter_nfm", "patch_agop", "patch_gradients", "patches"]
+
+
+def _deprecated(model, old, new, value, stacklevel=4):
+    """The value of a renamed parameter: the deprecated one when it is given (with a warning), else the new one."""
+    old_value = getattr(model, old)
+    if isinstance(old_value, str) and old_value == "deprecated":
+        return value
+    warnings.warn(f"{type(model).__name__}: the parameter {old} was renamed {new} (one name per hyper-parameter "
+                  f"across the package's estimators); {old} will be removed in the next release", DeprecationWarning,
+                  stacklevel=stacklevel)
+    return old_value
+
+
+class _ImageInput:
+    """Validation of image inputs, shared by ConvRFM and DeepConvRFM (scikit-learn's rules for arrays)."""
+
+    def _check_images(self, X, *, reset: bool, name: str = "X", dtype=torch.float32, device=None):
+        """X as (n, C, H, W) images (dtype, device), and the numpy dtype of outputs for array input (else None)."""
+        np_dtype = None
+        if not isinstance(X, torch.Tensor):
+            if name == "X" and not (isinstance(X, np.ndarray) and X.ndim > 2):  # rows: scikit-learn's checks
+                X = validate_data(self, X, reset=reset, dtype=[np.float64, np.float32], ensure_min_samples=1)
+            else:
+                X = check_array(X, dtype=[np.float64, np.float32], allow_nd=True, input_name=name)
+            np_dtype = X.dtype
+        if device is None:
+            device = X.device if isinstance(X, torch.Tensor) else None
+        if X.ndim == 2 and self.shape is None:
+            X = X.reshape(X.shape[0], 1, 1, X.shape[1])  # rows without a shape: 1 x d signals
+        d = int(np.prod(X.shape[1:]))
+        if reset:
+            self.n_features_in_ = d
+        elif d != self.n_features_in_:
+            raise ValueError(f"{name} has {d} features, but {type(self).__name__} is expecting {self.n_features_in_} "
+                             "features as input.")
+        h = as_images(X, self.shape, name=name, dtype=dtype, device=device)
+        if not reset and tuple(h.shape[1:]) != self.image_shape_:
+            raise ValueError(f"{name} has images of shape {tuple(h.shape[1:])} but the model was fitted on "
+                             f"{self.image_shape_}")
+        if reset:
+            self.image_shape_ = tuple(h.shape[1:])
+        return h, np_dtype
+
+    @staticmethod
+    def _output(out: torch.Tensor, X, np_dtype):
+        return out if isinstance(X, torch.Tensor) else out.detach().cpu().numpy().astype(np_dtype, copy=False)
 
 
 # ----------------------------------------------------------------------------------------------------------------
 # ConvRFM
 
 
-class ConvRFM:
+class PatchStep:
+    """The RFM loop's step (:mod:`rfm.models.loop`) for ConvRFM: kernel ridge regression with the aligned-patch
+    kernel K_M, the closed-form patch-AGOP at (a seeded subset of) the training images, M = normalize(A^power).
+
+    Parameters
+    ----------
+    model : ConvRFM
+        The fitted-to-be model (its kernel, blocks and parameters).
+    U, Y : torch.Tensor
+        Training patches (n, P, D) and targets (n, c).
+    val : (Uv, Yv) or None
+        Validation patches and targets (the targets as the model's validation metrics take them).
+    power : float
+        The AGOP power.
+    generator : torch.Generator
+        For the AGOP subset.
+
+    Attributes
+    ----------
+    Ms, agops : list of torch.Tensor
+        The M of every solve and the patch-AGOP of every update (float64, CPU).
+    """
+
+    def __init__(self, model, U, Y, val, power, generator):
+        self.model, self.U, self.Y, self.val, self.power, self.generator = model, U, Y, val, power, generator
+        self.Ms, self.agops = [], []
+
+    def solve(self, fm, t):
+        """Solve (K_M(X, X) + reg I) alpha = Y; the model is (M, alpha), the scratch the transformed patches."""
+        m = self.model
+        Ut = m._transform(self.U, fm)
+        K = m.kernel_matrix(Ut, Ut)
+        alpha, method = solve_krr(K, self.Y, m.reg, overwrite=True, check_symmetric=False)
+        del K
+        self.Ms.append(fm.dense(device="cpu"))
+        rec = {"iteration": t, "solve": method}
+        if method != "lstsq":  # an exact solve: f(X) = Y - reg alpha
+            rec["train_mse"] = float((m.reg * alpha).square().sum(1).mean())
+        if self.val is not None:
+            Uv, Yv = self.val
+            rec.update(m._val_metrics(m.kernel_matrix(m._transform(Uv, fm), Ut) @ alpha, Yv))
+        return (fm, alpha), rec, Ut
+
+    def score(self, record):
+        """None: ConvRFM keeps the last iterate."""
+        return None
+
+    def stop(self, model, history, best_iter):
+        """False: ConvRFM runs all its iterations."""
+        return False
+
+    def agop(self, model, fm, Ut):
+        """The patch-AGOP of f_t at a seeded subset of ``max_agop_points`` training images, in patch coordinates."""
+        n = self.U.shape[0]
+        idx = sample_points(n, self.model.max_agop_points, self.generator)
+        rows = torch.arange(n, device=self.U.device) if idx is None else idx.to(self.U.device)
+        A = fm.pullback_agop(self.model._patch_agop(Ut[rows], Ut, model[1], self_index=rows))
+        self.agops.append(A.detach().cpu())
+        return A
+
+    def update(self, A, fm, t):
+        """M = normalize(A^power); a degenerate A (a constant predictor) keeps M and stops the loop."""
+        try:
+            return feature_matrix_from_agop(A, power=self.power, normalize=self.model.normalize), False
+        except DegenerateAGOPError as exc:
+            warnings.warn(f"{type(self.model).__name__}: {exc}. M is kept as it was and the loop stops after "
+                          f"iteration {t}.", RuntimeWarning, stacklevel=4)
+            return fm, True
+
+
+class ConvRFM(_ImageInput, RegressorMixin, BaseEstimator):
     """The convolutional RFM with an aligned-patch kernel K_M(x, z) = (1/P) sum_p k(M^{1/2} u_p(x), M^{1/2} u_p(z)).
 
-    For t = 0..iters: solve (K_{M_t}(X, X) + reg I) alpha = Y; record; M_{t+1} = normalize(A_t^power), A_t the
-    patch-AGOP of f_t(z) = K_{M_t}(z, X) alpha at (a seeded subset of ``max_agop_points`` of) the training images
-    (sum over patches and outputs, mean over images; closed form). M_0 = I. ``iters=0`` is the fixed
-    convolutional kernel, the control.
+    For t = 0..iters (:func:`rfm.models.loop.rfm_loop`): solve (K_{M_t}(X, X) + reg I) alpha = Y; record;
+    M_{t+1} = normalize(A_t^agop_power), A_t the patch-AGOP of f_t(z) = K_{M_t}(z, X) alpha at (a seeded subset of
+    ``max_agop_points`` of) the training images (sum over patches and outputs, mean over images; closed form).
+    M_0 = I. ``iters=0`` is the fixed convolutional kernel, the control.
 
     Parameters
     ----------
     shape : (C, H, W) or (H, W), optional
-        Needed for flattened images; read from (n, C, H, W) input otherwise.
-    q, stride, padding, padding_mode : the patches (:func:`patches`), default 3, 1, "same", "zeros"
+        Needed for flattened images; read from (n, C, H, W) input otherwise (2-D rows without it: 1 x d signals).
+    q : int or (qh, qw), default 3
+        Patch size.
+    stride : int or pair, default 1
+    padding : int, pair, "valid" or "same", default "same"
+    padding_mode : {"zeros", "circular", "reflect", "replicate"}, default "zeros"
     kernel : "laplace", "gaussian" or a radial :class:`rfm.Kernel`, default "laplace"
     bandwidth : float, default 10.0
+        Of a kernel given by name.
     reg : float, default 1e-3
+        Ridge (>= 0).
     iters : int, default 1
-    power : float, default 1.0
-        M = A^power; the patches are transformed by M^{1/2}.
+        Number of updates of M.
+    agop_power : float, default 1.0
+        M = A^agop_power; the patches are transformed by M^{1/2}.
     normalize : {None, "max", "trace", "fro"}, default "trace"
         "trace" makes the patch metric A / tr A, which is the authors' M = sqrtm(A) / its Frobenius norm.
-    max_agop_points : int or None, default None (all training images)
-    dtype : "float32" or "float64", default "float32"; device : None (that of X) or a device
-    mem_gb : working memory per kernel block (default 1 GiB on CPU, a quarter of the free GPU memory)
-    generator : seed for the AGOP subset
+    max_agop_points : int or None, default None
+        AGOP images (a seeded random subset of the training images; None: all).
+    dtype : {"float32", "float64"}, default "float32"
+    device : None or a device, default None
+        None: that of a tensor X (the CPU for arrays).
+    mem_gb : float or None, default None
+        Working memory per kernel block (default 1 GiB on CPU, a quarter of the free GPU memory).
+    random_state : int, numpy RandomState, torch.Generator or None, default 0
+        Seed for the AGOP subset.
+    power, generator : deprecated
+        Former names of ``agop_power`` and ``random_state`` (used when given, with a DeprecationWarning).
 
-    Attributes after :meth:`fit`: ``M_`` (a :class:`rfm.FeatureMatrix` on the patches), ``alpha_``, ``history_``
-    (one record per solve: iteration, train MSE, validation MSE and accuracy when validation data are given),
-    ``agops_`` (the patch-AGOPs, float64, CPU), ``Ms_`` (the M used at each solve, float64, CPU).
+    Attributes
+    ----------
+    M_ : rfm.FeatureMatrix
+        The patch metric of the last solve.
+    alpha_ : torch.Tensor
+        Its coefficients (n, c).
+    kernel_ : rfm.Kernel
+    history_ : list of dict
+        One record per solve: iteration, solve method, train MSE, validation MSE (and accuracy for the classifier)
+        with validation data, time.
+    agops_ : list of torch.Tensor
+        The patch-AGOPs (float64, CPU).
+    Ms_ : list of torch.Tensor
+        The M used at each solve (float64, CPU).
+    X_patches_ : torch.Tensor
+        The transformed training patches (the predictor's centres).
+    image_shape_ : (C, H, W)
+    n_features_in_ : int
+        C H W.
     """
 
     def __init__(self, shape=None, *, q=3, stride=1, padding="same", padding_mode="zeros", kernel="laplace",
-                 bandwidth: float = 10.0, reg: float = 1e-3, iters: int = 1, power: float = 1.0,
-                 normalize: str | None = "trace", max_agop_points: int | None = None, dtype="float32", device=None,
-                 mem_gb: float | None = None, generator=0):
-        self.shape = None if shape is None else _image_shape(shape)
-        self.q, self.stride, self.padding, self.padding_mode = q, stride, padding, padding_mode
-        self.kernel = get_kernel(kernel, bandwidth=bandwidth) if isinstance(kernel, str) else get_kernel(kernel)
-        if not isinstance(self.kernel, Kernel) or not self.kernel.radial or self.kernel.uses_norms:
-            raise ValueError(f"ConvRFM needs a radial kernel (laplace, gaussian), got {self.kernel!r}")
-        self.reg = float(check_number("reg", reg, low=0))
-        self.iters = int(check_number("iters", iters, low=0, integer=True))
-        self.power = float(check_number("power", power, low=0, low_inclusive=False))
-        self.normalize = check_choice("normalize", normalize, NORMALIZATIONS)
-        if max_agop_points is not None:
-            check_number("max_agop_points", max_agop_points, low=1, integer=True)
+                 bandwidth=10.0, reg=1e-3, iters=1, agop_power=1.0, normalize="trace", max_agop_points=None,
+                 dtype="float32", device=None, mem_gb=None, random_state=0, power="deprecated",
+                 generator="deprecated"):
+        self.shape = shape
+        self.q = q
+        self.stride = stride
+        self.padding = padding
+        self.padding_mode = padding_mode
+        self.kernel = kernel
+        self.bandwidth = bandwidth
+        self.reg = reg
+        self.iters = iters
+        self.agop_power = agop_power
+        self.normalize = normalize
         self.max_agop_points = max_agop_points
-        self.dtype = resolve_dtype(dtype)
-        self.device = None if device is None else get_device(device)
-        if mem_gb is not None:
-            check_number("mem_gb", mem_gb, low=0, low_inclusive=False)
+        self.dtype = dtype
+        self.device = device
         self.mem_gb = mem_gb
+        self.random_state = random_state
+        self.power = power
         self.generator = generator
-        # check the patch settings now
-        qq = _pair_of("q", q, 1)
-        st, dil = _pair_of("stride", stride, 1), (1, 1)
-        self._pads = _pads(padding, qq, dil, st)
-        check_choice("padding_mode", padding_mode, PADDING_MODES)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = True
+        tags.non_deterministic = self.random_state is None
+        return tags
+
+    # -- parameters ------------------------------------------------------------------------------------------------
+    def _kernel(self) -> Kernel:
+        kernel = get_kernel(self.kernel, bandwidth=self.bandwidth) if isinstance(self.kernel, str) \
+            else get_kernel(self.kernel)
+        if not isinstance(kernel, Kernel) or not kernel.radial or kernel.uses_norms:
+            raise ValueError(f"ConvRFM needs a radial kernel (laplace, gaussian), got {kernel!r}")
+        return kernel
+
+    def _check_params(self):
+        """Validate the parameters; the kernel, the AGOP power and the random state to use."""
+        kernel = self._kernel()
+        check_number("reg", self.reg, low=0)
+        check_number("iters", self.iters, low=0, integer=True)
+        power = _deprecated(self, "power", "agop_power", self.agop_power)
+        check_number("agop_power", power, low=0, low_inclusive=False)
+        check_choice("normalize", self.normalize, NORMALIZATIONS)
+        if self.max_agop_points is not None:
+            check_number("max_agop_points", self.max_agop_points, low=1, integer=True)
+        if self.mem_gb is not None:
+            check_number("mem_gb", self.mem_gb, low=0, low_inclusive=False)
+        qq, st = as_pair("q", self.q, 1), as_pair("stride", self.stride, 1)
+        padding_amounts(self.padding, qq, (1, 1), st)
+        check_choice("padding_mode", self.padding_mode, PADDING_MODES)
+        if self.shape is not None:
+            image_shape(self.shape)
+        return kernel, float(power), _deprecated(self, "generator", "random_state", self.random_state)
 
     # -- patches and kernels ---------------------------------------------------------------------------------------
-    def _images(self, X, name="X"):
-        device = self.device if self.device is not None else (X.device if isinstance(X, torch.Tensor) else None)
-        h = as_images(X, self.shape, name=name, dtype=self.dtype, device=device)
-        if getattr(self, "image_shape_", None) is not None and tuple(h.shape[1:]) != self.image_shape_:
-            raise ValueError(f"{name} has images of shape {tuple(h.shape[1:])} but the model was fitted on "
-                             f"{self.image_shape_}")
-        return h
+    def _device(self):
+        """The device of the computation: ``device``, or None for that of the input."""
+        return get_device(self.device) if self.device is not None else None
 
     def patches(self, X) -> torch.Tensor:
-        """The patches (n, P, C q^2) of images X, with this model's settings."""
-        h = self._images(X)
-        qq, st = _pair_of("q", self.q, 1), _pair_of("stride", self.stride, 1)
-        return _unfold(h, qq, st, self._pads, (1, 1), self.padding_mode)[0]
+        """The patches (n, P, C q^2) of images X, with this model's settings.
+
+        Parameters
+        ----------
+        X : array-like or torch.Tensor
+            Images (see the class); after ``fit``, of the fitted shape.
+
+        Returns
+        -------
+        torch.Tensor
+            (n, P, C q^2), in the model's dtype, on its device (or X's).
+        """
+        if hasattr(self, "image_shape_"):
+            h = self._check_images(X, reset=False, dtype=resolve_dtype(self.dtype), device=self._device())[0]
+        else:
+            if self.shape is None and getattr(X, "ndim", None) == 2:
+                X = X.reshape(X.shape[0], 1, 1, X.shape[1])  # rows without a shape: 1 x d signals, as in fit
+            h = as_images(X, self.shape, dtype=resolve_dtype(self.dtype), device=self._device())
+        return self._unfold(h)
+
+    def _unfold(self, h):
+        qq, st = as_pair("q", self.q, 1), as_pair("stride", self.stride, 1)
+        return unfold(h, qq, st, padding_amounts(self.padding, qq, (1, 1), st), (1, 1), self.padding_mode)[0]
 
     def _transform(self, U, fm):
         n, P, D = U.shape
@@ -586,6 +347,7 @@ class ConvRFM:
         n = Ux.shape[0]
         if Ux.shape[1] != P or Ux.shape[2] != Uz.shape[2]:
             raise ValueError(f"patch sets of shapes {tuple(Uz.shape)} and {tuple(Ux.shape)} do not align")
+        kernel = self._kernel()
         K = torch.zeros(m, n, dtype=Uz.dtype, device=Uz.device)
         rows, pos = self._blocks(m, n, P, Uz.element_size(), Uz.device)
         Xt = Ux.transpose(0, 1)  # (P, n, r)
@@ -593,7 +355,7 @@ class ConvRFM:
             Zt = Uz[r0:r0 + rows].transpose(0, 1)
             for p0 in range(0, P, pos):
                 B = self._sq_dists(Zt[p0:p0 + pos], Xt[p0:p0 + pos])
-                K[r0:r0 + rows] += self.kernel.values_(B).sum(0)
+                K[r0:r0 + rows] += kernel.values_(B).sum(0)
         return K.div_(P)
 
     def _patch_agop(self, Uz, Ux, alpha, self_index=None):
@@ -602,6 +364,7 @@ class ConvRFM:
         0, the coincident-point convention of rfm.core.kernels), or -1."""
         s, P, r = Uz.shape
         n, c = alpha.shape
+        kernel = self._kernel()
         acc = AGOPAccumulator(P * c, r, device=Uz.device)
         Xt = Ux.transpose(0, 1)  # (P, n, r)
         rows, pos = self._blocks(s, n, P, Uz.element_size(), Uz.device, factor=4 + c, extra=c * r)
@@ -612,7 +375,7 @@ class ConvRFM:
             Zt = Z.transpose(0, 1)  # (P, b, r)
             for p0 in range(0, P, pos):
                 sl = slice(p0, p0 + pos)
-                Wt = self.kernel.weights_(self._sq_dists(Zt[sl], Xt[sl]))  # (p, b, n): k'(r)/r
+                Wt = kernel.weights_(self._sq_dists(Zt[sl], Xt[sl]))  # (p, b, n): k'(r)/r
                 if self_index is not None:
                     idx = self_index[r0:r0 + rows]
                     own = idx >= 0
@@ -626,183 +389,287 @@ class ConvRFM:
 
     # -- the RFM loop ----------------------------------------------------------------------------------------------
     def _targets(self, y, n, device):
-        return check_targets(y, n, "y", dtype=self.dtype, device=device)
+        return regression_targets(y, n, dtype=resolve_dtype(self.dtype), device=device)
+
+    def _val_targets(self, y, m, device):
+        return regression_targets(y, m, name="y_val", dtype=resolve_dtype(self.dtype), device=device)
 
     def fit(self, X, y, X_val=None, y_val=None):
-        """Fit on images X (see the class) and targets y (n,) or (n, c); with X_val, y_val every solve records the
-        validation MSE (and accuracy for a classifier). Returns self."""
-        self._targets_shape(y)
-        self.image_shape_ = None
-        h = self._images(X)
-        self.image_shape_ = tuple(h.shape[1:])
-        U = self.patches(h)
-        n, P, D = U.shape
-        Y = self._targets(y, n, U.device)
-        Uv = Yv = None
+        """Run the RFM loop (:func:`rfm.models.loop.rfm_loop`) on the patches of images X.
+
+        Parameters
+        ----------
+        X : array-like or torch.Tensor
+            Training images (see the class).
+        y : array-like or torch.Tensor, shape (n,) or (n, c)
+            Targets (class labels for the classifier).
+        X_val, y_val : optional
+            Validation data: every solve records the validation MSE (and accuracy for a classifier).
+
+        Returns
+        -------
+        self
+        """
+        if y is None:
+            raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None.")
+        kernel, power, random_state = self._check_params()
+        for key in ("M_", "alpha_", "image_shape_", "classes_"):
+            self.__dict__.pop(key, None)
+        dtype = resolve_dtype(self.dtype)
+        h, _ = self._check_images(X, reset=True, dtype=dtype, device=self._device())
+        self._one_d = (y.ndim if isinstance(y, torch.Tensor) else np.asarray(y).ndim) == 1
+        U = self._unfold(h)
+        Y = self._targets(y, U.shape[0], U.device)
+        val = None
         if (X_val is None) != (y_val is None):
             raise ValueError("X_val and y_val must be given together")
         if X_val is not None:
-            Uv = self.patches(self._images(X_val, "X_val"))
-            Yv = self._val_targets(y_val, Uv.shape[0], U.device)
-        g = make_generator(self.generator)
-        fm = FeatureMatrix.identity(D)
-        self.history_, self.agops_, self.Ms_ = [], [], []
-        for t in range(self.iters + 1):
-            Ut = self._transform(U, fm)
-            K = self.kernel_matrix(Ut, Ut)
-            alpha, method = solve_krr(K, Y, self.reg, overwrite=True, check_symmetric=False)
-            del K
-            self.M_, self.alpha_ = fm, alpha
-            self.Ms_.append(fm.dense(device="cpu"))
-            rec = {"iteration": t, "solve": method}
-            if method != "lstsq":  # an exact solve: f(X) = Y - reg alpha
-                rec["train_mse"] = float((self.reg * alpha).square().sum(1).mean())
-            if Uv is not None:
-                out = self.kernel_matrix(self._transform(Uv, fm), Ut) @ alpha
-                rec.update(self._val_metrics(out, Yv))
-            self.history_.append(rec)
-            if t == self.iters:
-                break
-            idx = sample_points(n, self.max_agop_points, g)
-            rows = torch.arange(n, device=U.device) if idx is None else idx.to(U.device)
-            A = fm.pullback_agop(self._patch_agop(Ut[rows], Ut, alpha, self_index=rows))
-            self.agops_.append(A.detach().cpu())
-            fm = feature_matrix_from_agop(A, power=self.power, normalize=self.normalize)
+            Uv = self._unfold(self._check_images(X_val, reset=False, name="X_val", dtype=dtype, device=U.device)[0])
+            val = (Uv, self._val_targets(y_val, Uv.shape[0], U.device))
+        self.kernel_ = kernel
+        step = PatchStep(self, U, Y, val, power, torch_generator(random_state))
+        res = rfm_loop(step, FeatureMatrix.identity(U.shape[2]), int(self.iters))
+        (self.M_, self.alpha_), self.history_ = res.model, res.history
+        self.Ms_, self.agops_ = step.Ms, step.agops
         self.X_patches_ = self._transform(U, self.M_)
         return self
-
-    def _val_targets(self, y, m, device):
-        return self._targets(y, m, device)
 
     def _val_metrics(self, out, Yv):
         return {"val_mse": float((out - Yv).square().sum(1).mean())}
 
-    def _check_fitted(self):
-        if not hasattr(self, "alpha_"):
-            raise RuntimeError(f"this {type(self).__name__} is not fitted yet: call fit(X, y) first")
+    def _raw(self, X):
+        """The raw outputs f(z) = K_M(z, X) alpha (m, c) at images X, and the numpy dtype for array input."""
+        check_is_fitted(self, "alpha_")
+        h, np_dtype = self._check_images(X, reset=False, dtype=self.alpha_.dtype, device=self.alpha_.device)
+        Uz = self._transform(self._unfold(h), self.M_)
+        return self.kernel_matrix(Uz, self.X_patches_) @ self.alpha_, np_dtype
 
-    def predict(self, X) -> torch.Tensor:
-        """f(z) = K_M(z, X) alpha at images X: (m,) for 1-D training targets, else (m, c)."""
-        self._check_fitted()
-        Uz = self._transform(self.patches(X), self.M_)
-        out = self.kernel_matrix(Uz, self.X_patches_) @ self.alpha_
-        return out[:, 0] if self._one_d else out
+    def predict(self, X):
+        """f(z) = K_M(z, X) alpha at images X.
 
-    def _targets_shape(self, y):
-        self._one_d = _to_tensor(y, "y").ndim == 1
+        Parameters
+        ----------
+        X : array-like or torch.Tensor
+            Images of the fitted shape.
+
+        Returns
+        -------
+        torch.Tensor or numpy.ndarray
+            (m,) for 1-D training targets, else (m, c); a tensor for tensor input, else an array.
+        """
+        out, np_dtype = self._raw(X)
+        return self._output(out[:, 0] if self._one_d else out, X, np_dtype)
+
+    def score(self, X, y, sample_weight=None):
+        """R^2 of the predictions (averaged uniformly over outputs).
+
+        Parameters
+        ----------
+        X : array-like or torch.Tensor
+            Images.
+        y : array-like or torch.Tensor
+            Their targets.
+        sample_weight : None
+            Not supported.
+
+        Returns
+        -------
+        float
+        """
+        if sample_weight is not None:
+            raise ValueError("sample_weight is not supported")
+        pred = to_numpy(self.predict(X)).astype(np.float64)
+        return r2_score(to_numpy(y).astype(np.float64), pred)
 
     def patch_agop(self, X) -> torch.Tensor:
-        """The patch-AGOP (float64, C q^2 x C q^2) of the fitted predictor at images X (closed form; images are
-        treated as new points, not as training rows)."""
-        self._check_fitted()
-        Uz = self._transform(self.patches(X), self.M_)
+        """The patch-AGOP of the fitted predictor at images X (closed form; images are treated as new points, not
+        as training rows).
+
+        Parameters
+        ----------
+        X : array-like or torch.Tensor
+            Images of the fitted shape.
+
+        Returns
+        -------
+        torch.Tensor
+            float64 (C q^2, C q^2).
+        """
+        check_is_fitted(self, "alpha_")
+        h = self._check_images(X, reset=False, dtype=self.alpha_.dtype, device=self.alpha_.device)[0]
+        Uz = self._transform(self._unfold(h), self.M_)
         A = self._patch_agop(Uz, self.X_patches_, self.alpha_)
         return self.M_.pullback_agop(A)
 
 
-class ConvRFMClassifier(ConvRFM):
-    """:class:`ConvRFM` on class labels 0..c-1: least-squares codes (:func:`rfm.nets.classifier.label_codes`: one
-    0/1 column for two classes, one-hot for more), :meth:`predict` returns labels and :meth:`score` the accuracy;
-    with validation data every solve also records ``val_accuracy``."""
+class ConvRFMClassifier(ClassifierMixin, ConvRFM):
+    """:class:`ConvRFM` on class labels (any sortable kind): least-squares codes
+    (:func:`rfm.nets.classifier.label_codes` of the index in ``classes_``: one 0/1 column for two classes, one-hot
+    for more); :meth:`predict` returns labels and :meth:`score` the accuracy; with validation data every solve also
+    records ``val_accuracy``.
+
+    Parameters are those of :class:`ConvRFM`.
+
+    Attributes
+    ----------
+    classes_ : numpy.ndarray
+        The sorted class labels.
+    M_, alpha_, kernel_, history_, agops_, Ms_, X_patches_, image_shape_, n_features_in_ : as :class:`ConvRFM`
+    """
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = False
+        return tags
 
     def _targets(self, y, n, device):
-        t, c = _class_indices(torch.as_tensor(y).cpu(), getattr(self, "n_classes_", None))
-        if t.shape[0] != n:
-            raise ValueError(f"y has {t.shape[0]} labels but X has {n} images")
-        self.n_classes_ = c
-        return label_codes(t, c, dtype=self.dtype).to(device)
+        self.classes_, labels = class_labels(y, n)
+        codes = torch.as_tensor(class_indices(labels, n, self.classes_))
+        return label_codes(codes, len(self.classes_), dtype=resolve_dtype(self.dtype)).to(device)
 
     def _val_targets(self, y, m, device):
-        t, _ = _class_indices(torch.as_tensor(y).cpu(), self.n_classes_, "y_val")
-        if t.shape[0] != m:
-            raise ValueError(f"y_val has {t.shape[0]} labels but X_val has {m} images")
-        return t.to(device)
+        return torch.as_tensor(class_indices(y, m, self.classes_, name="y_val")).to(device)
 
     def _val_metrics(self, out, yv):
-        codes = label_codes(yv.cpu(), self.n_classes_, dtype=out.dtype).to(out.device)
+        codes = label_codes(yv.cpu(), len(self.classes_), dtype=out.dtype).to(out.device)
         return {"val_mse": float((out - codes).square().sum(1).mean()),
                 "val_accuracy": float((decode_label_codes(out) == yv).double().mean())}
 
-    def _targets_shape(self, y):
-        self._one_d = False
+    def decision_function(self, X):
+        """The raw outputs minus 1/2 for two classes (positive: ``classes_[1]``), the raw outputs for more.
 
-    def decision_function(self, X) -> torch.Tensor:
-        """The raw outputs (m, 1) for two classes, (m, c) for more."""
-        return ConvRFM.predict(self, X)
+        Parameters
+        ----------
+        X : array-like or torch.Tensor
+            Images of the fitted shape.
 
-    def predict(self, X) -> torch.Tensor:
-        """Class labels (m,)."""
-        return decode_label_codes(self.decision_function(X))
+        Returns
+        -------
+        torch.Tensor or numpy.ndarray
+            (m,) for two classes, (m, c) for more.
+        """
+        out, np_dtype = self._raw(X)
+        return self._output(out[:, 0] - 0.5 if out.shape[1] == 1 else out, X, np_dtype)
 
-    def score(self, X, y) -> float:
-        """Accuracy on images X with labels y."""
-        t, _ = _class_indices(torch.as_tensor(y).cpu(), self.n_classes_)
-        pred = self.predict(X).cpu()
-        if pred.shape[0] != t.shape[0]:
-            raise ValueError(f"y has {t.shape[0]} labels but X has {pred.shape[0]} images")
-        return float((pred == t).double().mean())
+    def predict(self, X):
+        """Class labels (m,): a tensor on X's device for tensor input with numeric labels, else an array.
+
+        Parameters
+        ----------
+        X : array-like or torch.Tensor
+            Images of the fitted shape.
+
+        Returns
+        -------
+        torch.Tensor or numpy.ndarray
+        """
+        out, _ = self._raw(X)
+        labels = self.classes_[decode_label_codes(out.detach()).cpu().numpy()]
+        if isinstance(X, torch.Tensor) and labels.dtype.kind in "iufb":
+            return torch.as_tensor(labels, device=X.device)
+        return labels
+
+    def score(self, X, y, sample_weight=None):
+        """Accuracy on images X with labels y.
+
+        Parameters
+        ----------
+        X : array-like or torch.Tensor
+            Images.
+        y : array-like or torch.Tensor
+            Their labels.
+        sample_weight : None
+            Not supported.
+
+        Returns
+        -------
+        float
+        """
+        if sample_weight is not None:
+            raise ValueError("sample_weight is not supported")
+        pred, truth = to_numpy(self.predict(X)), to_numpy(y)
+        if pred.shape[0] != truth.shape[0]:
+            raise ValueError(f"y has {truth.shape[0]} labels but X has {pred.shape[0]} images")
+        return float(np.mean(pred == truth))
 
 
 # ----------------------------------------------------------------------------------------------------------------
 # Deep ConvRFM: random filters drawn from the learned M, then ConvRFM on the new features
 
 
-def conv_from_feature_matrix(M, in_channels: int, width: int, q: int = 3, *, padding="same", generator=0,
-                             dtype="float32", device=None) -> nn.Conv2d:
-    """A bias-free ``torch.nn.Conv2d`` (frozen) whose ``width`` flattened filters are independent draws
-    w ~ N(0, M / tr M), so that E[W^T W] = width M / tr M: a convolution with the filter covariance a ConvRFM
-    learned (the featurisation step of Deep ConvRFM; the authors' ``get_layer_from_M`` with ``-sampleM``).
-
-    ``M`` is a (C q^2, C q^2) PSD matrix or a :class:`rfm.FeatureMatrix` on C = ``in_channels`` channels of
-    q x q patches."""
-    check_number("in_channels", in_channels, low=1, integer=True)
-    check_number("width", width, low=1, integer=True)
-    check_number("q", q, low=1, integer=True)
-    D = int(in_channels) * int(q) ** 2
-    fm = M if isinstance(M, FeatureMatrix) else FeatureMatrix.full(M)
-    if fm.dim != D:
-        raise ValueError(f"M acts on {fm.dim} patch entries, but {in_channels} channel(s) of {q} x {q} patches have "
-                         f"{D}")
-    trace = float(fm.dense().trace())
-    if not trace > 0:
-        raise ValueError("M is zero: there is no filter distribution to draw from")
-    L = fm.sqrt_factor(torch.float64, "cpu")
-    L = torch.eye(D, dtype=torch.float64) if L is None else (torch.diag(L) if L.ndim == 1 else L)
-    G = torch.randn(int(width), L.shape[1], generator=make_generator(generator), dtype=torch.float64)
-    W = (G @ L.T) / math.sqrt(trace)
-    dtype = resolve_dtype(dtype)
-    conv = nn.Conv2d(int(in_channels), int(width), int(q), padding=padding, bias=False, dtype=dtype)
-    with torch.no_grad():
-        conv.weight.copy_(W.reshape(conv.weight.shape))
-    conv.weight.requires_grad_(False)
-    return conv.to(device) if device is not None else conv
-
-
-class DeepConvRFM:
+class DeepConvRFM(_ImageInput, ClassifierMixin, BaseEstimator):
     """Deep ConvRFM (classification): ``depth`` stages; stage l fits a :class:`ConvRFMClassifier` on the current
     features, and (but for the last) draws a frozen conv layer of ``width`` filters from its final M
-    (:func:`conv_from_feature_matrix`) whose outputs (after ``activation``, None or "relu") are the next features.
+    (:func:`rfm.nets.conv.conv_from_feature_matrix`) whose outputs (after ``activation``, None or "relu") are the
+    next features.
 
     The authors' ``deep_conv_rfm/main.py`` keeps, at each depth, the M of the iteration with the best *test*
-    accuracy; here the last iteration's M is used, so no test data enter the fit. Parameters other than
-    ``depth``, ``width``, ``activation`` and ``generator`` go to every stage's :class:`ConvRFMClassifier`.
+    accuracy; here the last iteration's M is used, so no test data enter the fit.
 
-    Attributes after :meth:`fit`: ``models_`` (the fitted stages), ``layers_`` (the conv layers between them),
-    ``history_`` (per stage, its history)."""
+    Parameters
+    ----------
+    shape : (C, H, W) or (H, W), optional
+        As :class:`ConvRFM`.
+    depth : int, default 2
+        Number of stages.
+    width : int, default 64
+        Filters of each drawn conv layer.
+    activation : None or "relu", default None
+        After each drawn layer.
+    q, stride, padding, padding_mode, kernel, bandwidth, reg, iters, agop_power, normalize, max_agop_points, dtype,
+    device, mem_gb
+        Of every stage's :class:`ConvRFMClassifier` (deep stages need an int ``q`` and stride 1).
+    random_state : int, numpy RandomState, torch.Generator or None, default 0
+        Seeds each stage and its drawn filters.
+    power, generator : deprecated
+        Former names of ``agop_power`` and ``random_state``.
 
-    def __init__(self, shape=None, *, depth: int = 2, width: int = 64, activation=None, generator=0, **params):
-        self.depth = int(check_number("depth", depth, low=1, integer=True))
-        self.width = int(check_number("width", width, low=1, integer=True))
-        if activation is not None:
-            check_choice("activation", activation, ("relu",))
-        self.activation = activation
+    Attributes
+    ----------
+    models_ : list of ConvRFMClassifier
+        The fitted stages.
+    layers_ : list of torch.nn.Conv2d
+        The conv layers between them.
+    history_ : list of list of dict
+        Per stage, its history.
+    classes_ : numpy.ndarray
+    image_shape_ : (C, H, W)
+    n_features_in_ : int
+    """
+
+    _STAGE_PARAMS = ("q", "stride", "padding", "padding_mode", "kernel", "bandwidth", "reg", "iters", "agop_power",
+                     "normalize", "max_agop_points", "dtype", "device", "mem_gb")
+
+    def __init__(self, shape=None, *, depth=2, width=64, activation=None, q=3, stride=1, padding="same",
+                 padding_mode="zeros", kernel="laplace", bandwidth=10.0, reg=1e-3, iters=1, agop_power=1.0,
+                 normalize="trace", max_agop_points=None, dtype="float32", device=None, mem_gb=None, random_state=0,
+                 power="deprecated", generator="deprecated"):
         self.shape = shape
+        self.depth = depth
+        self.width = width
+        self.activation = activation
+        self.q = q
+        self.stride = stride
+        self.padding = padding
+        self.padding_mode = padding_mode
+        self.kernel = kernel
+        self.bandwidth = bandwidth
+        self.reg = reg
+        self.iters = iters
+        self.agop_power = agop_power
+        self.normalize = normalize
+        self.max_agop_points = max_agop_points
+        self.dtype = dtype
+        self.device = device
+        self.mem_gb = mem_gb
+        self.random_state = random_state
+        self.power = power
         self.generator = generator
-        self.params = params
-        probe = ConvRFMClassifier(shape, generator=0, **params)  # checks the stage parameters now
-        self._q, self._padding, self._dtype = probe.q, probe.padding, probe.dtype
-        if self.depth > 1 and (not isinstance(self._q, int) or probe.stride not in (1, (1, 1))):
-            raise ValueError("Deep ConvRFM needs square patches (an int q) and stride 1")
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.non_deterministic = self.random_state is None
+        return tags
 
     def _featurize(self, conv, H):
         with torch.no_grad():
@@ -810,47 +677,113 @@ class DeepConvRFM:
             return torch.relu(H) if self.activation == "relu" else H
 
     def fit(self, X, y, X_val=None, y_val=None):
-        """Fit the stages on images X and labels y; with X_val, y_val each stage records validation accuracy."""
-        g = make_generator(self.generator)
-        H = as_images(X, self.shape, dtype=self._dtype)
-        Hv = None if X_val is None else as_images(X_val, self.shape, name="X_val", dtype=self._dtype,
-                                                  device=H.device)
+        """Fit the stages on images X and labels y.
+
+        Parameters
+        ----------
+        X : array-like or torch.Tensor
+            Training images (see :class:`ConvRFM`).
+        y : array-like or torch.Tensor
+            Class labels.
+        X_val, y_val : optional
+            Validation data: each stage records validation accuracy.
+
+        Returns
+        -------
+        self
+        """
+        check_number("depth", self.depth, low=1, integer=True)
+        check_number("width", self.width, low=1, integer=True)
+        if self.activation is not None:
+            check_choice("activation", self.activation, ("relu",))
+        params = {k: getattr(self, k) for k in self._STAGE_PARAMS}
+        params["agop_power"] = _deprecated(self, "power", "agop_power", self.agop_power, stacklevel=3)
+        random_state = _deprecated(self, "generator", "random_state", self.random_state, stacklevel=3)
+        ConvRFMClassifier(self.shape, **params)._check_params()
+        if self.depth > 1 and (not isinstance(self.q, numbers.Integral) or self.stride not in (1, (1, 1))):
+            raise ValueError("Deep ConvRFM needs square patches (an int q) and stride 1")
+        if y is None:
+            raise ValueError("DeepConvRFM requires y to be passed, but the target y is None.")
+        dtype = resolve_dtype(self.dtype)
+        device = get_device(self.device) if self.device is not None else None
+        H, _ = self._check_images(X, reset=True, dtype=dtype, device=device)
+        self.classes_ = class_labels(y, H.shape[0])[0]
+        Hv = None if X_val is None else self._check_images(X_val, reset=False, name="X_val", dtype=dtype,
+                                                           device=H.device)[0]
+        g = torch_generator(random_state)
         self.models_, self.layers_, self.history_ = [], [], []
         for stage in range(self.depth):
             seed = int(torch.randint(0, 2**31 - 1, (1,), generator=g))
-            model = ConvRFMClassifier(generator=seed, **self.params).fit(H, y, Hv, y_val)
+            model = ConvRFMClassifier(random_state=seed, **params).fit(H, y, Hv, y_val)
             self.models_.append(model)
             self.history_.append(model.history_)
             if stage == self.depth - 1:
                 break
-            conv = conv_from_feature_matrix(model.M_, H.shape[1], self.width, self._q, padding=self._padding,
-                                            generator=seed + 1, dtype=self._dtype)
+            conv = conv_from_feature_matrix(model.M_, H.shape[1], self.width, self.q, padding=self.padding,
+                                            generator=seed + 1, dtype=dtype)
             self.layers_.append(conv)
             H = self._featurize(conv, H)
             Hv = None if Hv is None else self._featurize(conv, Hv)
         return self
 
     def _features(self, X):
-        H = as_images(X, self.shape, dtype=self._dtype)
+        check_is_fitted(self, "models_")
+        device = self.models_[0].alpha_.device
+        H, np_dtype = self._check_images(X, reset=False, dtype=resolve_dtype(self.dtype), device=device)
         for conv in self.layers_:
             H = self._featurize(conv, H)
-        return H
+        return H, np_dtype
 
-    def _check_fitted(self):
-        if not hasattr(self, "models_"):
-            raise RuntimeError("this DeepConvRFM is not fitted yet: call fit(X, y) first")
+    def decision_function(self, X):
+        """The last stage's raw outputs on the features of images X.
 
-    def decision_function(self, X) -> torch.Tensor:
-        """The last stage's raw outputs on the features of images X."""
-        self._check_fitted()
-        return self.models_[-1].decision_function(self._features(X))
+        Parameters
+        ----------
+        X : array-like or torch.Tensor
+            Images of the fitted shape.
 
-    def predict(self, X) -> torch.Tensor:
-        """Class labels (m,)."""
-        self._check_fitted()
-        return self.models_[-1].predict(self._features(X))
+        Returns
+        -------
+        torch.Tensor or numpy.ndarray
+            (m,) for two classes, (m, c) for more.
+        """
+        H, np_dtype = self._features(X)
+        return self._output(self.models_[-1].decision_function(H), X, np_dtype)
 
-    def score(self, X, y) -> float:
-        """Accuracy on images X with labels y."""
-        self._check_fitted()
-        return self.models_[-1].score(self._features(X), y)
+    def predict(self, X):
+        """Class labels (m,): a tensor for tensor input with numeric labels, else an array.
+
+        Parameters
+        ----------
+        X : array-like or torch.Tensor
+            Images of the fitted shape.
+
+        Returns
+        -------
+        torch.Tensor or numpy.ndarray
+        """
+        H, _ = self._features(X)
+        labels = to_numpy(self.models_[-1].predict(H))
+        if isinstance(X, torch.Tensor) and labels.dtype.kind in "iufb":
+            return torch.as_tensor(labels, device=X.device)
+        return labels
+
+    def score(self, X, y, sample_weight=None):
+        """Accuracy on images X with labels y.
+
+        Parameters
+        ----------
+        X : array-like or torch.Tensor
+            Images.
+        y : array-like or torch.Tensor
+            Their labels.
+        sample_weight : None
+            Not supported.
+
+        Returns
+        -------
+        float
+        """
+        if sample_weight is not None:
+            raise ValueError("sample_weight is not supported")
+        return float(np.mean(to_numpy(self.predict(X)) == to_numpy(y)))

@@ -14,20 +14,19 @@ kernel FACT of f_t, :mod:`rfm.core.fact`), or a callable ``update(machine, M_t) 
 with M_0 = I (or ``M_init``). ``iters`` counts feature updates, so ``iters=0`` is plain kernel ridge regression and
 the history holds ``iters + 1`` records. Conventions, all explicit parameters: ``agop_power`` (1 in the Science
 paper and xRFM, 1/2 in the grokking paper), ``normalize`` ("max" in the RFM package and xRFM, None in the grokking
-and Science numpy code), ``centre`` (gradients centred per output over all evaluation points), ``max_agop_points``
+and Science numpy code), ``center`` (gradients centred per output over all evaluation points), ``max_agop_points``
 (a seeded uniform random subset of the training points; all of them when n is smaller).
 
-Each iterate is a :class:`rfm.KernelMachine`; the fitted one is ``model.machine_``. Arrays in give arrays out
-(float32 input stays float32, other input comes back float64); torch tensors in give tensors out, on their device
-and differentiable.
+The loop itself is :func:`rfm.models.loop.rfm_loop`, the one RFM loop of the package; :class:`KernelStep` is what
+it runs for these estimators. Each iterate is a :class:`rfm.KernelMachine`; the fitted one is ``model.machine_``.
+Arrays in give arrays out (float32 input stays float32, other input comes back float64); torch tensors in give
+tensors out, on their device and differentiable.
 """
 from __future__ import annotations
 
 import copy
 import numbers
-import time
 import warnings
-from types import SimpleNamespace
 
 import numpy as np
 import torch
@@ -36,7 +35,6 @@ from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import (check_array, check_consistent_length, check_is_fitted, column_or_1d,
                                       validate_data)
-from tqdm import tqdm
 
 from .._checks import DegenerateAGOPError, check_choice, check_matrix, check_number, check_targets, resolve_dtype
 from ..core.coincident import find_pairs
@@ -48,22 +46,23 @@ from ..core.solvers import get_solver
 from ..metrics import r2_score
 from ..nets.classifier import decode_label_codes, label_codes
 from ..utils import get_device, make_generator, to_numpy
+from .loop import rfm_loop
 
 _DEFAULT_BANDWIDTH = 10.0
 
 
 class _BaseRFM(BaseEstimator):
     def __init__(self, kernel="laplace", bandwidth=None, exponent=None, reg=1e-3, iters=5, agop_power=1.0,
-                 centre=False, normalize="max", diag=False, rank=None, M_init=None, max_agop_points=20_000,
+                 center=False, normalize="max", diag=False, rank=None, M_init=None, max_agop_points=20_000,
                  solver="auto", mem_gb=None, device=None, dtype="float32", random_state=0, callback=None,
-                 verbose=False, update="agop"):
+                 verbose=False, update="agop", centre="deprecated"):
         self.kernel = kernel
         self.bandwidth = bandwidth
         self.exponent = exponent
         self.reg = reg
         self.iters = iters
         self.agop_power = agop_power
-        self.centre = centre
+        self.center = center
         self.normalize = normalize
         self.diag = diag
         self.rank = rank
@@ -77,6 +76,7 @@ class _BaseRFM(BaseEstimator):
         self.callback = callback
         self.verbose = verbose
         self.update = update
+        self.centre = centre
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -127,9 +127,6 @@ class _BaseRFM(BaseEstimator):
                 if self.agop_power != 1.0:
                     raise ValueError(f"update={self.update!r} carries its own exponent; agop_power applies to the "
                                      f"AGOP and to a callable update only: leave it at 1.0 (got {self.agop_power!r})")
-                if self.centre:
-                    raise ValueError(f"centre=True centres the AGOP's gradients; it has no meaning for "
-                                     f"update={self.update!r}: set centre=False")
         rs = self.random_state
         if not (rs is None or isinstance(rs, np.random.RandomState)
                 or (isinstance(rs, numbers.Integral) and not isinstance(rs, bool))):
@@ -139,9 +136,7 @@ class _BaseRFM(BaseEstimator):
         return get_solver(self.solver)
 
     def _generator(self) -> torch.Generator:
-        if isinstance(self.random_state, numbers.Integral):
-            return make_generator(int(self.random_state))
-        return make_generator(int(check_random_state(self.random_state).randint(0, 2**31 - 1)))
+        return torch_generator(self.random_state)
 
     def _mem_bytes(self):
         return None if self.mem_gb is None else int(self.mem_gb * 2**30)
@@ -177,7 +172,7 @@ class _BaseRFM(BaseEstimator):
 
     # -- the loop --------------------------------------------------------------------------------------------------
     def fit(self, X, y, X_val=None, y_val=None):
-        """Run the RFM loop.
+        """Run the RFM loop (:func:`rfm.models.loop.rfm_loop`).
 
         Parameters
         ----------
@@ -191,101 +186,19 @@ class _BaseRFM(BaseEstimator):
         -------
         self
         """
-        run = self._start(X, y, X_val, y_val)
-        fm, history, best = run.M0, [], None
-        bar = tqdm(total=self.iters + 1, desc=type(self).__name__, disable=not self.verbose, leave=False)
-        for t in range(self.iters + 1):
-            t0 = time.perf_counter()
-            machine, record, K = self._solve(run, fm, t)                       # 1. solve (K_M + reg I) alpha = Y
-            best = self._keep_best(best, machine, record)                      # 2. record, keep the best iterate
-            stop = self._notify(run, machine, history + [record], record)
-            if t < self.iters and not stop:
-                A = self._update_target(machine, fm, run, K)                   # 3. AGOP (or FACT) of f_t
-                fm, stop = self._update(A, fm, t, run)                         # 4. M = normalize(A^power)
-            del K                                                              # free K(X, X) before the next solve
-            record["time_s"] = time.perf_counter() - t0
-            history.append(record)
-            bar.update(1)
-            if stop:
-                break
-        bar.close()
-        machine, best_iter = best[:2] if best is not None else (machine, history[-1]["iteration"])
-        self._set_fitted(machine, history, best_iter, run.fitted)
+        step = KernelStep(self, X, y, X_val, y_val)
+        res = rfm_loop(step, step.M0, self.iters, verbose=self.verbose, desc=type(self).__name__)
+        self._set_fitted(res.model, res.history, res.best_iter, step.fitted)
         return self
 
-    # -- the steps of the loop -------------------------------------------------------------------------------------
-    def _start(self, X, y, X_val, y_val) -> SimpleNamespace:
-        """Validate everything and set up the run: data as tensors, kernel, solver, M_0, coincident pairs."""
-        if y is None:
-            raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None.")
-        kernel = self._make_kernel()
-        dtype, device = resolve_dtype(self.dtype), get_device(self.device)
-        X = self._check_X(X, reset=True, dtype=dtype, device=device)[0].detach()
-        n, d = X.shape
-        solver = self._check_params(d)
-        Y, fitted = self._encode_fit_targets(y, n, dtype, device)
-        if (X_val is None) != (y_val is None):
-            raise ValueError("X_val and y_val must be given together")
-        val = None
-        if X_val is not None:
-            X_val = self._check_X(X_val, reset=False, dtype=dtype, device=device, name="X_val")[0].detach()
-            Y_val = self._encode_targets(y_val, X_val.shape[0], dtype, device, "y_val", fitted)
-            val = (X_val, Y_val, find_pairs(X_val, X) if kernel.radial else None)
-        M0 = FeatureMatrix.identity(d) if self.M_init is None else as_feature_matrix(self.M_init, d)
-        return SimpleNamespace(X=X, Y=Y, val=val, kernel=kernel, solver=solver, fitted=fitted, device=device,
-                               M0=M0.to(device=device), generator=self._generator(), mem=self._mem_bytes(),
-                               pairs=find_pairs(X) if kernel.radial else None)  # (i, i), and duplicated rows
-
-    def _solve(self, run, fm, t):
-        Xt = fm.transform(run.X)
-        _check_finite_transform(Xt)
-        res = run.solver.solve(run.kernel, Xt, run.Y, self.reg, pairs=run.pairs, mem_bytes=run.mem)
-        machine = KernelMachine._trusted(run.kernel, run.X, Xt, res.alpha, fm, mem_bytes=run.mem)
-        train_pred = res.train_pred if res.train_pred is not None else machine.predict(run.X, pairs=run.pairs)
-        record = {"iteration": t, "solver": res.method, **(res.info or {}),
-                  **self._metrics(run.Y, train_pred, "train", run.fitted)}
-        if run.val is not None:
-            X_val, Y_val, val_pairs = run.val
-            record.update(self._metrics(Y_val, machine.predict(X_val, pairs=val_pairs).detach(), "val", run.fitted))
-        record["M"] = self._snapshot(fm)
-        return machine, record, res.K  # K(X, X) when the solver kept it intact: the AGOP reuses it
-
-    def _keep_best(self, best, machine, record):
-        if "val_mse" not in record:
-            return best
-        score = self._selection_score(record)
-        return (machine, record["iteration"], score) if best is None or score > best[2] else best
-
-    def _notify(self, run, machine, history, record) -> bool:
-        """Call the callback on a view of the model fitted to the current iterate; True means stop."""
-        if self.callback is None:
-            return False
-        view = copy.copy(self)
-        view._set_fitted(machine, history, record["iteration"], run.fitted)
-        return bool(self.callback(view, record))
-
-    def _update_target(self, machine, fm, run, K):
-        """The matrix that step 4 maps to M: the AGOP, the FACT-RFM target, or the callable's output."""
-        if callable(self.update):
-            S = self.update(machine, fm.dense(device=run.device))
-            if not isinstance(S, torch.Tensor):
-                S = torch.as_tensor(np.asarray(S, dtype=np.float64))
-            return S.detach().to(device=run.device, dtype=torch.float64)
-        if self.update == "agop":
-            return machine.agop(centre=self.centre, diag=self.diag, max_points=self.max_agop_points,
-                                generator=run.generator, pairs=run.pairs, K=K)
-        M = fm.dense(device=run.device) if self.update == "fact_geometric" else None
-        return fact_update_target(self.update, machine, M, pairs=run.pairs)
-
-    def _update(self, A, fm, t, run):
-        power = self.agop_power if (callable(self.update) or self.update == "agop") else 1.0
-        try:
-            return feature_matrix_from_agop(A, power=power, normalize=self.normalize, diag=self.diag,
-                                            rank=self.rank).to(device=run.device), False
-        except DegenerateAGOPError as exc:
-            warnings.warn(f"{type(self).__name__}: {exc}. M is kept as it was and the loop stops after iteration "
-                          f"{t} (further iterations would repeat the same solve).", RuntimeWarning, stacklevel=3)
-            return fm, True
+    def _center(self) -> bool:
+        """``center``, or the deprecated ``centre`` when it is given."""
+        if isinstance(self.centre, str) and self.centre == "deprecated":
+            return self.center
+        warnings.warn(f"{type(self).__name__}: the parameter centre was renamed center (the package spells "
+                      "identifiers the American way); centre will be removed in the next release",
+                      DeprecationWarning, stacklevel=4)
+        return self.centre
 
     def _snapshot(self, fm):
         """M for the records and ``M_``: with ``diag``, the identity of iteration 0 as a vector of ones too (its
@@ -331,15 +244,33 @@ class _BaseRFM(BaseEstimator):
         Xt, np_dtype = self._prepare(X)
         return self.machine_.predict(Xt), np_dtype
 
-    def agop(self, X=None, *, centre=None, diag=None):
+    def agop(self, X=None, *, center=None, diag=None, centre=None):
         """Closed-form AGOP of the fitted predictor at the rows of ``X`` (default: the training points), as the raw
-        mean (no power, no normalisation); float64 (d, d), or (d,) with ``diag``.
+        mean (no power, no normalisation).
 
-        Returns a tensor when ``X`` is None or a tensor, else a numpy array."""
+        Parameters
+        ----------
+        X : array-like or torch.Tensor, shape (m, n_features), optional
+            Evaluation points (default: the training points).
+        center, diag : bool or None, default None
+            Centre the gradients per output, keep the diagonal only (None: as fitted).
+        centre : bool or None, default None
+            Deprecated spelling of ``center``.
+
+        Returns
+        -------
+        torch.Tensor or numpy.ndarray
+            float64 (d, d), or (d,) with ``diag``; a tensor when ``X`` is None or a tensor, else a numpy array.
+        """
         check_is_fitted(self, "machine_")
+        if centre is not None:
+            warnings.warn("agop(centre=...) was renamed agop(center=...); centre will be removed in the next "
+                          "release", DeprecationWarning, stacklevel=2)
+            center = centre if center is None else center
+        if center is None:
+            center = self.center if isinstance(self.centre, str) and self.centre == "deprecated" else self.centre
         Z = None if X is None else self._prepare(X)[0].detach()
-        A = self.machine_.agop(Z, centre=self.centre if centre is None else centre,
-                               diag=self.diag if diag is None else diag)
+        A = self.machine_.agop(Z, centre=center, diag=self.diag if diag is None else diag)
         return A if X is None or isinstance(X, torch.Tensor) else A.cpu().numpy()
 
     def fact(self):
@@ -352,6 +283,108 @@ class _BaseRFM(BaseEstimator):
         """Per-point input gradients of the raw outputs, shape (n_samples, n_outputs, n_features)."""
         Xt, np_dtype = self._prepare(X)
         return self._output(self.machine_.gradients(Xt.detach()), X, np_dtype)
+
+
+class KernelStep:
+    """The RFM loop's step (:mod:`rfm.models.loop`) for a kernel machine: kernel ridge regression with the metric M
+    by the estimator's solver, metrics on the training (and validation) data, the AGOP, FACT or a callable update,
+    and M = normalize(A^power).
+
+    Parameters
+    ----------
+    model : RFMRegressor or RFMClassifier
+        The estimator whose parameters the step follows (validated here, as ``fit`` starts).
+    X, y, X_val, y_val
+        As for ``fit``.
+
+    Attributes
+    ----------
+    M0 : rfm.FeatureMatrix
+        The initial feature matrix.
+    fitted : dict
+        Fitted attributes the targets define (``classes_`` or ``_y_1d``).
+    """
+
+    def __init__(self, model, X, y, X_val=None, y_val=None):
+        if y is None:
+            raise ValueError(f"{type(model).__name__} requires y to be passed, but the target y is None.")
+        self.model = model
+        kernel = model._make_kernel()
+        dtype, device = resolve_dtype(model.dtype), get_device(model.device)
+        X = model._check_X(X, reset=True, dtype=dtype, device=device)[0].detach()
+        n, d = X.shape
+        self.solver = model._check_params(d)
+        self.center = model._center()
+        if self.center and not (callable(model.update) or model.update == "agop"):
+            raise ValueError(f"center=True centres the AGOP's gradients; it has no meaning for "
+                             f"update={model.update!r}: set center=False")
+        self.Y, self.fitted = model._encode_fit_targets(y, n, dtype, device)
+        if (X_val is None) != (y_val is None):
+            raise ValueError("X_val and y_val must be given together")
+        self.val = None
+        if X_val is not None:
+            X_val = model._check_X(X_val, reset=False, dtype=dtype, device=device, name="X_val")[0].detach()
+            Y_val = model._encode_targets(y_val, X_val.shape[0], dtype, device, "y_val", self.fitted)
+            self.val = (X_val, Y_val, find_pairs(X_val, X) if kernel.radial else None)
+        M0 = FeatureMatrix.identity(d) if model.M_init is None else as_feature_matrix(model.M_init, d)
+        self.X, self.kernel, self.device, self.M0 = X, kernel, device, M0.to(device=device)
+        self.generator, self.mem = model._generator(), model._mem_bytes()
+        self.pairs = find_pairs(X) if kernel.radial else None  # (i, i), and duplicated rows
+
+    def solve(self, fm, t):
+        """Kernel ridge regression with M_t; the record of its metrics; K(X, X) when the solver kept it intact."""
+        m = self.model
+        Xt = fm.transform(self.X)
+        _check_finite_transform(Xt)
+        res = self.solver.solve(self.kernel, Xt, self.Y, m.reg, pairs=self.pairs, mem_bytes=self.mem)
+        machine = KernelMachine.from_iterate(self.kernel, self.X, Xt, res.alpha, fm, mem_bytes=self.mem)
+        train_pred = res.train_pred if res.train_pred is not None else machine.predict(self.X, pairs=self.pairs)
+        record = {"iteration": t, "solver": res.method, **(res.info or {}),
+                  **m._metrics(self.Y, train_pred, "train", self.fitted)}
+        if self.val is not None:
+            X_val, Y_val, val_pairs = self.val
+            record.update(m._metrics(Y_val, machine.predict(X_val, pairs=val_pairs).detach(), "val", self.fitted))
+        record["M"] = m._snapshot(fm)
+        return machine, record, res.K  # K(X, X) when the solver kept it intact: the AGOP reuses it
+
+    def score(self, record):
+        """The validation score (None without validation data: the last iterate is kept)."""
+        return None if "val_mse" not in record else self.model._selection_score(record)
+
+    def stop(self, machine, history, best_iter) -> bool:
+        """Call the callback on a view of the model fitted to the current iterate; True means stop."""
+        m = self.model
+        if m.callback is None:
+            return False
+        view = copy.copy(m)
+        view._set_fitted(machine, history, history[-1]["iteration"], self.fitted)
+        return bool(m.callback(view, history[-1]))
+
+    def agop(self, machine, fm, K):
+        """The matrix that the update maps to M: the AGOP, the FACT-RFM target, or the callable's output."""
+        m = self.model
+        if callable(m.update):
+            S = m.update(machine, fm.dense(device=self.device))
+            if not isinstance(S, torch.Tensor):
+                S = torch.as_tensor(np.asarray(S, dtype=np.float64))
+            return S.detach().to(device=self.device, dtype=torch.float64)
+        if m.update == "agop":
+            return machine.agop(centre=self.center, diag=m.diag, max_points=m.max_agop_points,
+                                generator=self.generator, pairs=self.pairs, K=K)
+        M = fm.dense(device=self.device) if m.update == "fact_geometric" else None
+        return fact_update_target(m.update, machine, M, pairs=self.pairs)
+
+    def update(self, A, fm, t):
+        """M = normalize(A^agop_power) (power 1 for the FACT updates); a degenerate A keeps M and stops."""
+        m = self.model
+        power = m.agop_power if (callable(m.update) or m.update == "agop") else 1.0
+        try:
+            return feature_matrix_from_agop(A, power=power, normalize=m.normalize, diag=m.diag,
+                                            rank=m.rank).to(device=self.device), False
+        except DegenerateAGOPError as exc:
+            warnings.warn(f"{type(m).__name__}: {exc}. M is kept as it was and the loop stops after iteration "
+                          f"{t} (further iterations would repeat the same solve).", RuntimeWarning, stacklevel=4)
+            return fm, True
 
 
 class RFMRegressor(RegressorMixin, _BaseRFM):
@@ -371,7 +404,7 @@ class RFMRegressor(RegressorMixin, _BaseRFM):
         Number of feature updates (>= 0); ``iters=0`` is kernel ridge regression.
     agop_power : float, default 1.0
         M = AGOP^agop_power.
-    centre : bool, default False
+    center : bool, default False
         Centre the gradients per output before the outer products.
     normalize : {None, "max", "trace", "fro"}, default "max"
         How M is scaled after each update.
@@ -401,8 +434,10 @@ class RFMRegressor(RegressorMixin, _BaseRFM):
     update : {"agop", "fact", "fact_geometric"} or callable, default "agop"
         The feature update (step 3 of the loop): the AGOP, the FACT-RFM update M = (F F^T)^{1/2} or its
         geometric-mean variant M = (F M^2 F^T)^{1/4} (F the kernel FACT, :mod:`rfm.core.fact`; these ignore
-        ``agop_power`` and ``max_agop_points`` and refuse ``centre``), or ``update(machine, M) -> S`` (S symmetric
+        ``agop_power`` and ``max_agop_points`` and refuse ``center``), or ``update(machine, M) -> S`` (S symmetric
         PSD, then M = normalize(S^agop_power)).
+    centre : bool or "deprecated", default "deprecated"
+        Deprecated spelling of ``center`` (used when given, with a DeprecationWarning).
 
     Attributes
     ----------
@@ -438,22 +473,7 @@ class RFMRegressor(RegressorMixin, _BaseRFM):
         return Y, {"_y_1d": one_d}
 
     def _encode_targets(self, y, n, dtype, device, name, fitted):
-        x_name = "X_val" if name == "y_val" else "X"
-        if isinstance(y, torch.Tensor):
-            if y.dtype == torch.bool:
-                y = y.to(dtype)
-            return check_targets(y, n, name, dtype=dtype, device=device)
-        raw = np.asarray(y)
-        if raw.dtype.kind in "US":
-            raise ValueError(f"{name} has dtype {raw.dtype}, which looks like class labels: use "
-                             "RFMClassifier for classification, or convert numeric strings to float")
-        arr = check_array(y, ensure_2d=False, dtype=np.float64, input_name=name, ensure_min_samples=0)
-        if arr.ndim not in (1, 2):
-            raise ValueError(f"{name} must be 1-D (n_samples,) or 2-D (n_samples, n_outputs), got shape {arr.shape}")
-        if arr.shape[0] != n:
-            raise ValueError(f"Found input variables with inconsistent numbers of samples: [{n}, {arr.shape[0]}] "
-                             f"({name} has {arr.shape[0]} rows but {x_name} has {n})")
-        return check_targets(arr, n, name, dtype=dtype, device=device)
+        return regression_targets(y, n, name=name, dtype=dtype, device=device)
 
     @staticmethod
     def _metrics(Y, pred, split, fitted=None):
@@ -508,31 +528,13 @@ class RFMClassifier(ClassifierMixin, _BaseRFM):
     """
 
     def _encode_fit_targets(self, y, n, dtype, device):
-        labels = to_numpy(y)
-        if labels.ndim == 2 and labels.shape[1] == 1:
-            labels = column_or_1d(labels, warn=True)
-        if labels.ndim != 1:
-            raise ValueError(f"y must be a 1-D array of class labels, got shape {labels.shape}")
-        check_consistent_length(labels, np.empty(n))
-        labels = column_or_1d(check_array(labels, ensure_2d=False, dtype=None, input_name="y",
-                                          ensure_min_samples=0))
-        check_classification_targets(labels)
-        classes = np.unique(labels)
-        if len(classes) < 2:
-            raise ValueError(f"y has 1 class ({classes[0]!r}); a classifier needs at least 2 classes")
+        classes, labels = class_labels(y, n)
         fitted = {"classes_": classes}
         return self._encode_targets(labels, n, dtype, device, "y", fitted), fitted
 
     def _encode_targets(self, y, n, dtype, device, name, fitted):
-        classes = fitted["classes_"]
-        labels = to_numpy(y)
-        if labels.ndim != 1 or labels.shape[0] != n:
-            raise ValueError(f"{name} must be a 1-D array of {n} class labels, got shape {labels.shape}")
-        unseen = np.setdiff1d(np.unique(labels), classes)
-        if unseen.size:
-            raise ValueError(f"{name} contains labels not seen in y: {unseen[:10].tolist()}")
-        codes = torch.as_tensor(np.searchsorted(classes, labels), device=device)
-        return label_codes(codes, len(classes), dtype=dtype)
+        codes = class_indices(y, n, fitted["classes_"], name=name)
+        return label_codes(torch.as_tensor(codes, device=device), len(fitted["classes_"]), dtype=dtype)
 
     @staticmethod
     def _codes(raw):
@@ -587,3 +589,115 @@ def _check_finite_transform(Xt):
             f"the squared norms of the (transformed) features overflow {Xt.dtype} (largest |x| about "
             f"{float(Xt.abs().max()):.3g}): scale the features (e.g. sklearn's StandardScaler) or use "
             "dtype='float64'")
+
+
+# -- targets, shared by every estimator of the package -----------------------------------------------------------
+def regression_targets(y, n: int, *, name: str = "y", dtype=torch.float32, device=None) -> torch.Tensor:
+    """Regression targets as a finite (n, n_outputs) tensor, validated as scikit-learn does.
+
+    Parameters
+    ----------
+    y : array-like or torch.Tensor, shape (n,) or (n, n_outputs)
+    n : int
+        The number of samples of the matching X.
+    name : {"y", "y_val"}, default "y"
+        The argument's name in error messages (its X is "X" or "X_val").
+    dtype, device : torch dtype and device of the result
+
+    Returns
+    -------
+    torch.Tensor
+        (n, n_outputs); booleans of a tensor become 0/1.
+    """
+    x_name = "X_val" if name == "y_val" else "X"
+    if isinstance(y, torch.Tensor):
+        if y.dtype == torch.bool:
+            y = y.to(dtype)
+        return check_targets(y, n, name, dtype=dtype, device=device)
+    raw = np.asarray(y)
+    if raw.dtype.kind in "US":
+        raise ValueError(f"{name} has dtype {raw.dtype}, which looks like class labels: use RFMClassifier "
+                         "(ConvRFMClassifier for images) for classification, or convert numeric strings to float")
+    arr = check_array(y, ensure_2d=False, dtype=np.float64, input_name=name, ensure_min_samples=0)
+    if arr.ndim not in (1, 2):
+        raise ValueError(f"{name} must be 1-D (n_samples,) or 2-D (n_samples, n_outputs), got shape {arr.shape}")
+    if arr.shape[0] != n:
+        raise ValueError(f"Found input variables with inconsistent numbers of samples: [{n}, {arr.shape[0]}] "
+                         f"({name} has {arr.shape[0]} rows but {x_name} has {n})")
+    return check_targets(arr, n, name, dtype=dtype, device=device)
+
+
+def class_labels(y, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The sorted classes of training labels, validated as scikit-learn does (at least two classes).
+
+    Parameters
+    ----------
+    y : array-like or torch.Tensor, shape (n,) or (n, 1)
+        Class labels of any sortable kind (integers, strings, ...).
+    n : int
+        The number of samples of the matching X.
+
+    Returns
+    -------
+    classes : numpy.ndarray
+        ``np.unique`` of the labels.
+    labels : numpy.ndarray
+        The labels as a validated 1-D array.
+    """
+    labels = to_numpy(y)
+    if labels.ndim == 2 and labels.shape[1] == 1:
+        labels = column_or_1d(labels, warn=True)
+    if labels.ndim != 1:
+        raise ValueError(f"y must be a 1-D array of class labels, got shape {labels.shape}")
+    check_consistent_length(labels, np.empty(n))
+    labels = column_or_1d(check_array(labels, ensure_2d=False, dtype=None, input_name="y", ensure_min_samples=0))
+    check_classification_targets(labels)
+    classes = np.unique(labels)
+    if len(classes) < 2:
+        raise ValueError(f"y has 1 class ({classes[0]!r}); a classifier needs at least 2 classes")
+    return classes, labels
+
+
+def class_indices(y, n: int, classes: np.ndarray, *, name: str = "y") -> np.ndarray:
+    """The index in ``classes`` of each label.
+
+    Parameters
+    ----------
+    y : array-like or torch.Tensor, shape (n,)
+    n : int
+        The number of labels expected.
+    classes : numpy.ndarray
+        The fitted classes (:func:`class_labels`).
+    name : str, default "y"
+        The argument's name in error messages.
+
+    Returns
+    -------
+    numpy.ndarray of int
+        (n,) indices into ``classes``.
+    """
+    labels = to_numpy(y)
+    if labels.ndim != 1 or labels.shape[0] != n:
+        raise ValueError(f"{name} must be a 1-D array of {n} class labels, got shape {labels.shape}")
+    unseen = np.setdiff1d(np.unique(labels), classes)
+    if unseen.size:
+        raise ValueError(f"{name} contains labels not seen in y: {unseen[:10].tolist()}")
+    return np.searchsorted(classes, labels)
+
+
+def torch_generator(random_state) -> torch.Generator:
+    """The torch generator of a scikit-learn ``random_state``.
+
+    Parameters
+    ----------
+    random_state : int, numpy RandomState, None or torch.Generator
+        An int seeds the generator; a RandomState (or None: numpy's global state) draws its seed; a generator is
+        used as it is.
+
+    Returns
+    -------
+    torch.Generator
+    """
+    if isinstance(random_state, torch.Generator) or isinstance(random_state, numbers.Integral):
+        return make_generator(random_state if isinstance(random_state, torch.Generator) else int(random_state))
+    return make_generator(int(check_random_state(random_state).randint(0, 2**31 - 1)))

@@ -27,8 +27,10 @@ out_i = P[:, I_i] (P[I_i, I_i] + reg I)^{-1} y_{i, I_i}. The AGOP is out^T out /
 no eigendecomposition: the **SVD-free** update. The row fits carry a ridge that decays from iteration to iteration,
 the continuation IRLS applies to its smoothing; all rows are solved in one batched call.
 
-The deep linear network baselines (completion by an :class:`rfm.nets.MLP` with linear activations, sparse regression
-by a diagonal linear network) are in :mod:`rfm.nets.linear`.
+The deep linear network baselines: for completion (:func:`deep_linear_completion`) an :class:`rfm.nets.MLP` with
+linear activations trained by Adam on the observed entries; for sparse regression
+(:func:`diagonal_network_regression`) a diagonal linear network w = u^L - v^L trained by gradient descent from a
+small initialisation.
 
 The stopping rule here reads only observed entries: a held-out share of them (chosen with ``seed``) is never fitted
 and decides when to stop (aradha/lin-RFM stops on the unobserved entries, which a user does not have).
@@ -42,6 +44,8 @@ import warnings
 
 import numpy as np
 import torch
+from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._checks import as_input_kind as _out
 from .._checks import check_eval_target as _eval_target
@@ -53,9 +57,11 @@ from .._checks import check_vector as _vec
 from .._checks import is_numpy as _is_numpy
 from ..nets import linear as nets_linear
 from ..utils import make_generator, psd_power
+from .loop import rfm_loop
 
-__all__ = ["irls", "irls_step", "lin_rfm_sparse", "lin_rfm_sparse_step", "lin_rfm_completion", "irls_completion",
-           "completion_predict", "completion_metric", "alpha_to_irls_p", "irls_p_to_alpha"]
+__all__ = ["CompletionStep", "LinRFMRegressor", "SparseStep", "irls", "irls_step", "lin_rfm_sparse",
+           "lin_rfm_sparse_step", "lin_rfm_completion", "irls_completion", "completion_predict", "completion_metric", "alpha_to_irls_p",
+           "irls_p_to_alpha"]
 
 
 def alpha_to_irls_p(alpha: float) -> float:
@@ -99,23 +105,164 @@ def lin_rfm_sparse_step(X, y, w, *, alpha: float = 0.5, reg: float = 0.0):
     return _out(_weighted_min_norm(Xt, yt, wt.abs() ** (4 * alpha), reg), numpy_out)
 
 
+class SparseStep:
+    """The RFM loop's step (:mod:`rfm.models.loop`) of lin-RFM for sparse regression: the metric is the diagonal p
+    of P = M^2; solve = the minimum-norm interpolant w = argmin sum_i w_i^2 / p_i s.t. X w = y; the AGOP of
+    f(x) = w^T x is w w^T (kept as w); update p = diag(AGOP)^{2 alpha} = abs(w)^{4 alpha}.
+
+    Parameters
+    ----------
+    X, y : torch.Tensor
+        Design (n, d) and targets (n,).
+    alpha : float
+        The power of the feature map M = AGOP^alpha.
+    reg : float
+        Ridge of the solve (0: the pseudo-inverse).
+    """
+
+    def __init__(self, X, y, alpha, reg):
+        self.X, self.y, self.alpha, self.reg = X, y, alpha, reg
+
+    def solve(self, p, t):
+        """The weighted minimum-norm interpolant; the record holds it as ``"w"``."""
+        w = _weighted_min_norm(self.X, self.y, p, self.reg)
+        return w, {"iteration": t, "w": w}, None
+
+    def score(self, record):
+        """None: lin-RFM keeps the last iterate."""
+        return None
+
+    def stop(self, w, history, best_iter):
+        """False: all iterations run."""
+        return False
+
+    def agop(self, w, p, scratch):
+        """The AGOP w w^T of the linear predictor, represented by w."""
+        return w
+
+    def update(self, w, p, t):
+        """p = abs(w)^{4 alpha}."""
+        return w.abs() ** (4 * self.alpha), False
+
+
 def lin_rfm_sparse(X, y, *, iters: int = 50, alpha: float = 0.5, reg: float = 0.0, return_path: bool = False):
-    """lin-RFM for sparse linear regression: start from M = I (iteration 0: the minimum-norm least-squares solution
-    X^+ y), then ``iters`` steps of :func:`lin_rfm_sparse_step`. Returns w, or (w, path) with path of shape
-    (iters + 1, d) holding every iterate (row 0 = iteration 0)."""
+    """lin-RFM for sparse linear regression: the RFM loop (:func:`rfm.models.loop.rfm_loop`) with
+    :class:`SparseStep`, from M = I (iteration 0: the minimum-norm least-squares solution X^+ y), then ``iters``
+    steps of :func:`lin_rfm_sparse_step`.
+
+    Parameters
+    ----------
+    X : array-like or torch.Tensor, shape (n, d)
+    y : array-like or torch.Tensor, shape (n,)
+    iters : int, default 50
+        Number of updates of M.
+    alpha : float, default 0.5
+        The power of the feature map (IRLS p = 2 - 4 alpha).
+    reg : float, default 0.0
+        Ridge of each solve.
+    return_path : bool, default False
+        Also return every iterate.
+
+    Returns
+    -------
+    w : array or tensor (d,), same kind as X
+    path : array or tensor (iters + 1, d), with ``return_path`` (row 0 = iteration 0)
+    """
     numpy_out = _is_numpy(X)
     Xt, yt = _xy(X, y)
     iters = _check_iters(iters)
     alpha = check_number("alpha", alpha, low=0.0, low_inclusive=False)
     reg = check_number("reg", reg, low=0.0)
-    w = _weighted_min_norm(Xt, yt, torch.ones(Xt.shape[1], dtype=Xt.dtype, device=Xt.device), reg)
-    path = [w]
-    for _ in range(iters):
-        w = _weighted_min_norm(Xt, yt, w.abs() ** (4 * alpha), reg)
-        path.append(w)
+    res = rfm_loop(SparseStep(Xt, yt, alpha, reg), torch.ones(Xt.shape[1], dtype=Xt.dtype, device=Xt.device),
+                   iters)
+    w = res.model
     if return_path:
-        return _out(w, numpy_out), _out(torch.stack(path), numpy_out)
+        return _out(w, numpy_out), _out(torch.stack([r["w"] for r in res.history]), numpy_out)
     return _out(w, numpy_out)
+
+
+class LinRFMRegressor(RegressorMixin, BaseEstimator):
+    """lin-RFM for sparse linear regression as a scikit-learn estimator: :func:`lin_rfm_sparse` through the one RFM
+    loop, with the package's name for the power: the metric P = M^2 is AGOP^agop_power, so ``agop_power = 2 alpha``
+    of :func:`lin_rfm_sparse` (the IRLS power is p = 2 - 2 agop_power: 1/2 is basis pursuit, 1 the log penalty).
+
+    Parameters
+    ----------
+    iters : int, default 50
+        Number of updates of M (0: the minimum-norm least-squares solution).
+    agop_power : float, default 1.0
+        The power of the AGOP's diagonal in the metric (> 0).
+    reg : float, default 0.0
+        Ridge of each solve (0: the minimum-norm interpolant, by a pseudo-inverse).
+
+    Attributes
+    ----------
+    coef_ : numpy.ndarray
+        The weights w (n_features,), or (n_outputs, n_features) for 2-D targets (one lin-RFM per output).
+    path_ : numpy.ndarray
+        Every iterate, (iters + 1, n_features) (or (n_outputs, iters + 1, n_features)).
+    n_features_in_ : int
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rfm.models.linear import LinRFMRegressor
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.standard_normal((20, 50))
+    >>> w = np.zeros(50); w[[3, 7]] = [1.0, -2.0]
+    >>> model = LinRFMRegressor(iters=100, agop_power=0.5).fit(X, X @ w)
+    >>> bool(np.abs(model.coef_ - w).max() < 1e-6)
+    True
+    """
+
+    def __init__(self, iters=50, agop_power=1.0, reg=0.0):
+        self.iters = iters
+        self.agop_power = agop_power
+        self.reg = reg
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = True
+        return tags
+
+    def fit(self, X, y):
+        """Run lin-RFM on X and y.
+
+        Parameters
+        ----------
+        X : array-like, shape (n_samples, n_features)
+        y : array-like, shape (n_samples,) or (n_samples, n_outputs)
+
+        Returns
+        -------
+        self
+        """
+        iters = _check_iters(self.iters)
+        power = check_number("agop_power", self.agop_power, low=0.0, low_inclusive=False)
+        reg = check_number("reg", self.reg, low=0.0)
+        X, y = validate_data(self, X, y, dtype=np.float64, multi_output=True, y_numeric=True)
+        Y = y.reshape(len(y), -1)
+        fits = [lin_rfm_sparse(X, np.ascontiguousarray(Y[:, j]), iters=iters, alpha=power / 2, reg=reg,
+                               return_path=True) for j in range(Y.shape[1])]  # contiguous: as one output rounds
+        self.coef_ = np.stack([w for w, _ in fits]) if y.ndim == 2 else fits[0][0]
+        self.path_ = np.stack([path for _, path in fits]) if y.ndim == 2 else fits[0][1]
+        return self
+
+    def predict(self, X):
+        """X w.
+
+        Parameters
+        ----------
+        X : array-like, shape (n_samples, n_features)
+
+        Returns
+        -------
+        numpy.ndarray
+            (n_samples,) or (n_samples, n_outputs).
+        """
+        check_is_fitted(self, "coef_")
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        return X @ self.coef_.T
 
 
 def irls_step(X, y, w, *, p: float = 1.0, eps: float = 0.0):
@@ -340,6 +487,91 @@ def irls_completion(Y, mask, *, iters: int = 300, p: float = 1.0, eps: float = 0
                      patience=patience, tol=tol, seed=seed, Y_eval=Y_eval, eval_mask=eval_mask, definite=eps_min > 0)
 
 
+class CompletionStep:
+    """The RFM loop's step (:mod:`rfm.models.loop`) of lin-RFM (and IRLS) for matrix completion: solve = the
+    minimum-norm row fits under the column metric P (:func:`completion_predict`); record the held-out and evaluation
+    errors; keep the iterate of least held-out error and stop early on it; the AGOP out^T out / n of the completion
+    and its power, by ``metric``.
+
+    Parameters
+    ----------
+    Y, fit, holdout : torch.Tensor
+        The observed matrix, the entries fitted, and the held-out entries (or None).
+    evaluation : (truth, entries) or None
+        Reported only.
+    metric : callable
+        ``metric(out, it) -> P``.
+    ridge : callable
+        ``ridge(it, previous held-out error or None) -> reg``.
+    replace, definite : bool
+        As :func:`completion_predict`; ``definite``: P is positive definite (a plain solve).
+    tol : float
+        Stop when the held-out error is at most this.
+    patience : int or None
+        Stop after this many iterations without a better held-out error.
+
+    Attributes
+    ----------
+    times, metric_times : list of float
+        Cumulative seconds at each iteration (solves and metric updates), and in the metric updates alone.
+    """
+
+    def __init__(self, Y, fit, holdout, evaluation, metric, ridge, replace, definite, tol, patience):
+        self.Y, self.fit, self.ho, self.ev = Y, fit, holdout, evaluation
+        self.metric, self.ridge, self.replace, self.definite = metric, ridge, replace, definite
+        self.tol, self.patience = tol, patience
+        self.hist_ho, self.hist_ev, self.times, self.metric_times = [], [], [], []
+        self.elapsed, self.in_metric = 0.0, 0.0
+
+    def _sync(self):
+        if self.Y.device.type == "cuda":
+            torch.cuda.synchronize(self.Y.device)
+
+    @staticmethod
+    def _rel(A, B, sel):
+        return float(torch.linalg.norm(A[sel] - B[sel]) / torch.linalg.norm(B[sel]).clamp_min(1e-300))
+
+    def solve(self, P, it):
+        """The row fits under P (with the ridge of this iteration), and their errors."""
+        t0 = time.perf_counter()
+        reg = self.ridge(it, self.hist_ho[-1] if self.hist_ho and self.ho is not None else None)
+        out = _predict(self.Y, self.fit, P, reg, bool(self.replace), definite=self.definite or it == 0)
+        self._sync()
+        self.elapsed += time.perf_counter() - t0
+        self.times.append(self.elapsed)
+        self.metric_times.append(self.in_metric)
+        err = self._rel(out, self.Y, self.ho) if self.ho is not None else float("nan")
+        self.hist_ho.append(err)
+        if self.ev is not None:
+            self.hist_ev.append(self._rel(out, self.ev[0], self.ev[1]))
+        return out, {"iteration": it, "holdout_error": err}, None
+
+    def score(self, record):
+        """Minus the held-out error (None without a held-out share: the last iterate is kept)."""
+        return None if self.ho is None else -record["holdout_error"]
+
+    def stop(self, out, history, best_iter):
+        """Early stopping on the held-out error: at most ``tol``, or ``patience`` iterations without a better one."""
+        if self.ho is None:
+            return False
+        since = history[-1]["iteration"] - best_iter
+        return history[-1]["holdout_error"] <= self.tol or (self.patience is not None and since >= self.patience)
+
+    def agop(self, out, P, scratch):
+        """The completion, whose AGOP out^T out / n ``metric`` forms."""
+        return out
+
+    def update(self, out, P, it):
+        """P = metric(out, it)."""
+        t0 = time.perf_counter()
+        P = self.metric(out, it)
+        self._sync()
+        dt = time.perf_counter() - t0
+        self.elapsed += dt
+        self.in_metric += dt
+        return P, False
+
+
 def _complete(Y, mask, *, iters, metric, ridge, replace, holdout, patience, tol, seed, Y_eval, eval_mask,
               definite=False):
     Yt, m, numpy_out = _observed(Y, mask)
@@ -360,46 +592,12 @@ def _complete(Y, mask, *, iters, metric, ridge, replace, holdout, patience, tol,
         fit = m & ~ho
     else:
         ho, fit = None, m
-    ev = _eval_target(Y_eval, eval_mask, Yt, m)
-
-    def rel(A, B, sel):
-        return float(torch.linalg.norm(A[sel] - B[sel]) / torch.linalg.norm(B[sel]).clamp_min(1e-300))
-
-    def sync():
-        if Yt.device.type == "cuda":
-            torch.cuda.synchronize(Yt.device)
-
-    P = torch.eye(Yt.shape[1], dtype=Yt.dtype, device=Yt.device)
-    hist_ho, hist_ev, times, mtimes = [], [], [], []
-    best, best_it, best_err, since = None, 0, float("inf"), 0
-    elapsed, in_metric = 0.0, 0.0
-    for it in range(iters + 1):
-        t0 = time.perf_counter()
-        out = _predict(Yt, fit, P, ridge(it, hist_ho[-1] if hist_ho and ho is not None else None), bool(replace),
-                       definite=definite or it == 0)
-        sync()
-        elapsed += time.perf_counter() - t0
-        times.append(elapsed)
-        mtimes.append(in_metric)
-        err = rel(out, Yt, ho) if ho is not None else float("nan")
-        hist_ho.append(err)
-        if ev is not None:
-            hist_ev.append(rel(out, ev[0], ev[1]))
-        if ho is None or err < best_err:
-            best, best_it, best_err, since = out, it, err, 0
-        else:
-            since += 1
-        if ho is not None and (err <= tol or (patience is not None and since >= patience)):
-            break
-        if it < iters:
-            t0 = time.perf_counter()
-            P = metric(out, it)
-            sync()
-            dt = time.perf_counter() - t0
-            elapsed += dt
-            in_metric += dt
-    return {"Y": _out(best, numpy_out), "iteration": best_it, "holdout_error": hist_ho, "eval_error": hist_ev,
-            "time": times, "metric_time": mtimes, "P": _out(P, numpy_out)}
+    step = CompletionStep(Yt, fit, ho, _eval_target(Y_eval, eval_mask, Yt, m), metric, ridge, replace, definite,
+                          tol, patience)
+    res = rfm_loop(step, torch.eye(Yt.shape[1], dtype=Yt.dtype, device=Yt.device), iters)
+    return {"Y": _out(res.model, numpy_out), "iteration": res.best_iter, "holdout_error": step.hist_ho,
+            "eval_error": step.hist_ev, "time": step.times, "metric_time": step.metric_times,
+            "P": _out(res.M, numpy_out)}
 
 
 # The deep linear network baselines moved to rfm.nets.linear in 0.2 (old name -> new module).

@@ -17,23 +17,28 @@ a Laplace kernel fitted on ``f_s(x)``). The source may be any fitted rfm model -
 :class:`rfm.RFMRegressor` (its ``predict``), an :class:`rfm.RFMClassifier` (its raw least-squares outputs, the
 one-hot codes it was fitted to), another transferred model -- or any callable mapping an (n, d) tensor to outputs.
 
+Both estimators are the RFM loop (:mod:`rfm.models.loop`) with a *transfer step* and no feature update
+(``iters=0``): one kernel ridge solve on the source outputs (projection) or on the residuals (translation).
+
 :func:`transfer_curves` measures the paper's comparison (target-only baseline, the source alone, translation,
-projection) against the number of target samples; :func:`fit_scaling_law` fits err = a n^b on log-log axes (the
-empirical scaling law in the number of target samples).
+projection) against the number of target samples; :func:`rfm.metrics.fit_scaling_law` (re-exported here) fits
+err = a n^b on log-log axes (the empirical scaling law in the number of target samples).
 """
 from __future__ import annotations
-
-from typing import NamedTuple
 
 import numpy as np
 import torch
 from sklearn.base import BaseEstimator, RegressorMixin
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._checks import check_matrix, check_number, check_targets, resolve_dtype
+from .._checks import check_matrix, check_number, resolve_dtype
 from ..core.kernels import get_kernel, kernel_matrix
 from ..core.machine import KernelMachine
 from ..core.solvers import solve_krr
+from ..metrics import ScalingLaw, fit_scaling_law
+from ..utils import make_generator
+from .estimators import RFMClassifier, RFMRegressor, regression_targets
+from .loop import rfm_loop
 
 __all__ = ["ProjectedKernel", "TranslatedKernel", "ScalingLaw", "fit_scaling_law", "source_outputs", "transfer_curves"]
 
@@ -47,9 +52,9 @@ def source_outputs(source, X) -> torch.Tensor:
     X = check_matrix(X, "X", min_rows=0)
     if isinstance(source, KernelMachine):
         out = source.predict(X.to(dtype=source.centers.dtype, device=source.centers.device)).detach()
-    elif hasattr(source, "machine_") and hasattr(source, "classes_"):     # an RFMClassifier: raw outputs
-        out = source._raw(X.to(dtype=source.machine_.centers.dtype, device=source.machine_.centers.device))[0]
-        out = out.detach()
+    elif isinstance(source, RFMClassifier) and hasattr(source, "machine_"):  # raw least-squares outputs
+        out = source.machine_.predict(X.to(dtype=source.machine_.centers.dtype,
+                                           device=source.machine_.centers.device)).detach()
     elif hasattr(source, "predict"):
         out = source.predict(X)
     elif callable(source):
@@ -67,6 +72,38 @@ def source_outputs(source, X) -> torch.Tensor:
     return out
 
 
+class TransferStep:
+    """The RFM loop's step (:mod:`rfm.models.loop`) of a transfer estimator: kernel ridge regression of targets R on
+    features F (projection: F = f_s(X), R = y; translation: F = X, R = y - f_s(X)), with no feature update (the
+    loop runs with ``iters=0``).
+
+    Parameters
+    ----------
+    kernel : rfm.Kernel
+    F, R : torch.Tensor
+        Features (n, d) and targets (n, c), n >= 1.
+    reg : float
+        Ridge.
+    """
+
+    def __init__(self, kernel, F, R, reg):
+        self.kernel, self.F, self.R, self.reg = kernel, F, R, reg
+
+    def solve(self, M, t):
+        """The kernel machine g with (K(F, F) + reg I) alpha = R."""
+        K = kernel_matrix(self.kernel, self.F)
+        alpha, method = solve_krr(K, self.R, self.reg, overwrite=True, check_symmetric=False)
+        return KernelMachine(self.kernel, self.F, alpha), {"iteration": t, "solve": method}, None
+
+    def score(self, record):
+        """None: one solve, nothing to select."""
+        return None
+
+    def stop(self, model, history, best_iter):
+        """False: one solve."""
+        return False
+
+
 class _TransferBase(RegressorMixin, BaseEstimator):
     def __init__(self, source, kernel="laplace", bandwidth=10.0, reg=1e-3, dtype="float64"):
         self.source = source
@@ -74,6 +111,11 @@ class _TransferBase(RegressorMixin, BaseEstimator):
         self.bandwidth = bandwidth
         self.reg = reg
         self.dtype = dtype
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = True
+        return tags
 
     def _make_kernel(self):
         if self.bandwidth is None:
@@ -84,29 +126,32 @@ class _TransferBase(RegressorMixin, BaseEstimator):
         return get_kernel(self.kernel, bandwidth=float(self.bandwidth))
 
     def _fit_krr(self, F, R):
-        """A kernel machine g with (K(F, F) + reg I) alpha = R; None when there are no samples."""
+        """A kernel machine g with (K(F, F) + reg I) alpha = R (the loop with iters=0); None with no samples."""
         if F.shape[0] == 0:
             return None
-        kernel = self._make_kernel()
-        K = kernel_matrix(kernel, F)
-        alpha, _ = solve_krr(K, R, float(self.reg), overwrite=True, check_symmetric=False)
-        return KernelMachine(kernel, F, alpha)
+        return rfm_loop(TransferStep(self._make_kernel(), F, R, float(self.reg)), None, 0).model
 
-    def _inputs(self, X, name="X", min_rows=1):
+    def _inputs(self, X, name="X", min_rows=1, reset=False):
+        if not isinstance(X, torch.Tensor):
+            X = validate_data(self, X, reset=reset, dtype=[np.float64, np.float32], ensure_min_samples=min_rows)
         return check_matrix(X, name, dtype=resolve_dtype(self.dtype), min_rows=min_rows)
 
-    @staticmethod
-    def _output(out, X):
+    def _output(self, out, X):
+        if self._y_1d:
+            out = out[:, 0]
         if isinstance(X, torch.Tensor):
             return out.to(device=X.device)
         return out.detach().cpu().numpy()
 
-    def _check_fit(self, X, y):
+    def _check_fit(self, X, y, min_rows=0):
         check_number("reg", self.reg, low=0)
-        Xt = self._inputs(X, min_rows=0)
-        Y = check_targets(y, Xt.shape[0], "y", dtype=Xt.dtype, device=Xt.device)
+        if y is None:
+            raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None.")
+        Xt = self._inputs(X, min_rows=min_rows, reset=True)
+        Y = regression_targets(y, Xt.shape[0], dtype=Xt.dtype, device=Xt.device)
         self.n_features_in_ = Xt.shape[1]
         self.n_outputs_ = Y.shape[1]
+        self._y_1d = (y.ndim if isinstance(y, torch.Tensor) else np.asarray(y).ndim) == 1
         return Xt, Y
 
     def _check_predict(self, X):
@@ -153,6 +198,19 @@ class TranslatedKernel(_TransferBase):
     """
 
     def fit(self, X, y):
+        """Fit the correction h to the residuals y - f_s(X).
+
+        Parameters
+        ----------
+        X : array-like or torch.Tensor, shape (n_samples, n_features)
+            Target inputs (no rows: h = 0, the source predictor itself).
+        y : array-like or torch.Tensor, shape (n_samples,) or (n_samples, n_outputs)
+            Targets in the source's output space.
+
+        Returns
+        -------
+        self
+        """
         Xt, Y = self._check_fit(X, y)
         if Xt.shape[0] == 0:          # no target data: the source predictor itself
             self.correction_ = None
@@ -165,7 +223,17 @@ class TranslatedKernel(_TransferBase):
         return self
 
     def predict(self, X):
-        """f_s(X) + h(X), shape (n_samples, n_outputs); a tensor for tensor input, else a numpy array."""
+        """f_s(X) + h(X).
+
+        Parameters
+        ----------
+        X : array-like or torch.Tensor, shape (n_samples, n_features)
+
+        Returns
+        -------
+        torch.Tensor or numpy.ndarray
+            (n_samples,) for 1-D training targets, else (n_samples, n_outputs); a tensor for tensor input.
+        """
         Xt = self._check_predict(X)
         out = source_outputs(self.source, Xt)
         if out.shape[1] != self.n_outputs_:
@@ -193,57 +261,38 @@ class ProjectedKernel(_TransferBase):
     """
 
     def fit(self, X, y):
-        Xt, Y = self._check_fit(X, y)
-        if Xt.shape[0] == 0:
-            raise ValueError("X has no rows: projection needs at least one target sample")
+        """Fit g to the targets y on the source outputs f_s(X).
+
+        Parameters
+        ----------
+        X : array-like or torch.Tensor, shape (n_samples, n_features)
+            Target inputs (at least one row).
+        y : array-like or torch.Tensor, shape (n_samples,) or (n_samples, n_outputs)
+            Targets (any number of outputs).
+
+        Returns
+        -------
+        self
+        """
+        Xt, Y = self._check_fit(X, y, min_rows=1)
         self.projection_ = self._fit_krr(source_outputs(self.source, Xt), Y)
         return self
 
     def predict(self, X):
-        """g(f_s(X)), shape (n_samples, n_outputs); a tensor for tensor input, else a numpy array."""
+        """g(f_s(X)).
+
+        Parameters
+        ----------
+        X : array-like or torch.Tensor, shape (n_samples, n_features)
+
+        Returns
+        -------
+        torch.Tensor or numpy.ndarray
+            (n_samples,) for 1-D training targets, else (n_samples, n_outputs); a tensor for tensor input.
+        """
         Xt = self._check_predict(X)
         F = source_outputs(self.source, Xt).to(self.projection_.centers.dtype)
         return self._output(self.projection_.predict(F).detach(), X)
-
-
-class ScalingLaw(NamedTuple):
-    """err = coef * n ** slope, fitted by least squares on (log n, log err); ``r2`` is the fit's R^2 there."""
-    coef: float
-    slope: float
-    r2: float
-
-    def __call__(self, n):
-        return self.coef * np.asarray(n, dtype=float) ** self.slope
-
-
-def fit_scaling_law(n, err) -> ScalingLaw:
-    """Fit err = a n^b to positive sample sizes ``n`` and positive errors ``err`` (least squares in log-log).
-
-    Examples
-    --------
-    >>> from rfm.models.transfer import fit_scaling_law
-    >>> law = fit_scaling_law([10, 100, 1000], [1.0, 0.1, 0.01])
-    >>> round(law.slope, 6), round(law.coef, 6)
-    (-1.0, 10.0)
-    """
-    n = np.asarray(n, dtype=float).ravel()
-    err = np.asarray(err, dtype=float).ravel()
-    if n.shape != err.shape:
-        raise ValueError(f"n and err must have the same length, got {n.size} and {err.size}")
-    if n.size < 2:
-        raise ValueError(f"n must hold at least two sample sizes to fit a slope, got {n.size}")
-    if not (np.isfinite(n).all() and (n > 0).all()):
-        raise ValueError("n must be positive and finite (sample sizes)")
-    if not (np.isfinite(err).all() and (err > 0).all()):
-        raise ValueError("err must be positive and finite (a zero error has no logarithm: drop it)")
-    if np.ptp(n) == 0:
-        raise ValueError("n must hold at least two different sample sizes")
-    x, y = np.log(n), np.log(err)
-    slope, intercept = np.polyfit(x, y, 1)
-    resid = y - (intercept + slope * x)
-    tot = ((y - y.mean()) ** 2).sum()
-    r2 = 1.0 - (resid ** 2).sum() / tot if tot > 0 else 1.0
-    return ScalingLaw(float(np.exp(intercept)), float(slope), float(r2))
 
 
 METHODS = ("baseline", "direct", "translated", "projected")
@@ -264,10 +313,6 @@ def transfer_curves(source, X_pool, y_pool, X_test, y_test, n_targets, *, draws:
 
     Returns a dict of float64 arrays of shape (len(n_targets), draws), one per method (``direct`` is constant),
     plus ``n_targets``. An n_t of 0 gives the baseline chance-level zero predictions and projection NaN."""
-    from .estimators import RFMRegressor  # noqa: PLC0415
-    from ..nets.classifier import label_codes  # noqa: PLC0415
-    from ..utils import make_generator  # noqa: PLC0415
-
     X_pool = check_matrix(X_pool, "X_pool", dtype=torch.float64)
     X_test = check_matrix(X_test, "X_test", dtype=torch.float64, device=X_pool.device)
     y_pool = torch.as_tensor(np.asarray(y_pool)).long().reshape(-1)

@@ -43,6 +43,7 @@ from . import parametrisation  # noqa: E402
 from . import fact  # noqa: E402
 from . import (barlow_twins, callbacks, catapults, curves, linear, qwem, saddle, tangent_kernel,  # noqa: E402
                training, two_layer)
+from . import conv  # noqa: E402
 from .baselines import (column_norm_matched_weights, matched_network, matched_nfa,  # noqa: E402
                         spectrum_matched_weights)
 

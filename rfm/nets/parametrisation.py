@@ -36,7 +36,7 @@ import torch
 from torch import nn
 
 from .._checks import check_choice, check_number
-from ..models.transfer import fit_scaling_law
+from ..metrics import fit_scaling_law
 from . import curves
 from .mlp import MLP, check_mlp, check_widths, train
 from .optim import train_full_batch

@@ -209,8 +209,8 @@ def test_estimator_update_bad_inputs():
         rfm.RFMRegressor(update=3).fit(X, y)
     with pytest.raises(ValueError, match="agop_power"):
         rfm.RFMRegressor(update="fact", agop_power=0.5).fit(X, y)
-    with pytest.raises(ValueError, match="centre"):
-        rfm.RFMClassifier(update="fact_geometric", centre=True).fit(X, (y > 10).astype(int))
+    with pytest.raises(ValueError, match="center"):
+        rfm.RFMClassifier(update="fact_geometric", center=True).fit(X, (y > 10).astype(int))
     assert UPDATES == ("agop", "fact", "fact_geometric")
 
 

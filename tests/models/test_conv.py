@@ -1,17 +1,23 @@
-"""rfm.models.conv and the local-signal image tasks: known answers (conv2d, closed forms, float64 autograd and finite
-differences, a brute-force double loop), batching, seeds and bad inputs."""
+"""rfm.core.patches, rfm.nets.conv, rfm.models.conv and the local-signal image tasks: known answers (conv2d, closed
+forms, float64 autograd and finite differences, a brute-force double loop), batching, seeds and bad inputs."""
 from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 import rfm
-from rfm.models.conv import (ConvNet, ConvRFM, ConvRFMClassifier, DeepConvRFM, conv_from_feature_matrix, conv_layers,
-                      conv_patches, filter_nfm, patch_agop, patch_gradients, patches)
+from sklearn.exceptions import NotFittedError
+
+import rfm.models.conv
+from rfm.core.patches import patches
+from rfm.models.conv import ConvRFM, ConvRFMClassifier, DeepConvRFM
+from rfm.nets.conv import (ConvNet, conv_from_feature_matrix, conv_layers, conv_patches, filter_nfm, patch_agop,
+                           patch_gradients)
 from rfm.data.images import STAR, bars_task, noisy_frame, star_task
 
 f64 = torch.float64
@@ -291,7 +297,7 @@ def _autograd_patch_agop(model, Z, exclude=None):
     L = model.M_.sqrt_factor(f64, "cpu")
     L = torch.eye(Ux.shape[2], dtype=f64) if L is None else L
     alpha = model.alpha_
-    bw = model.kernel.bandwidth
+    bw = model.kernel_.bandwidth
     Uz = model.patches(Z).clone().requires_grad_(True)
     P = Uz.shape[1]
     total = torch.zeros(Ux.shape[2], Ux.shape[2], dtype=f64)
@@ -346,9 +352,9 @@ def test_convrfm_patch_agop_leaves_out_the_pairs_it_is_told_to():
 def test_convrfm_is_seeded_and_records_its_history():
     task = star_task(24, size=16, generator=3)
     kw = dict(shape=(3, 16, 16), iters=2, bandwidth=5.0, max_agop_points=10)
-    a = ConvRFMClassifier(**kw, generator=1).fit(task.X[:16], task.y[:16], task.X[16:], task.y[16:])
-    b = ConvRFMClassifier(**kw, generator=1).fit(task.X[:16], task.y[:16], task.X[16:], task.y[16:])
-    c = ConvRFMClassifier(**kw, generator=2).fit(task.X[:16], task.y[:16], task.X[16:], task.y[16:])
+    a = ConvRFMClassifier(**kw, random_state=1).fit(task.X[:16], task.y[:16], task.X[16:], task.y[16:])
+    b = ConvRFMClassifier(**kw, random_state=1).fit(task.X[:16], task.y[:16], task.X[16:], task.y[16:])
+    c = ConvRFMClassifier(**kw, random_state=2).fit(task.X[:16], task.y[:16], task.X[16:], task.y[16:])
     assert torch.equal(a.Ms_[-1], b.Ms_[-1]) and not torch.equal(a.Ms_[-1], c.Ms_[-1])
     assert [r["iteration"] for r in a.history_] == [0, 1, 2]
     assert all(0 <= r["val_accuracy"] <= 1 for r in a.history_)
@@ -362,30 +368,64 @@ def test_convrfm_bad_inputs():
     X = torch.randn(6, 1, 5, 5)
     y = torch.tensor([0, 1, 0, 1, 0, 1])
     with pytest.raises(ValueError, match="radial"):
-        ConvRFM(kernel="quadratic")
+        ConvRFM(kernel="quadratic").fit(X, y)
     with pytest.raises(ValueError, match="reg"):
-        ConvRFM(reg=-1)
+        ConvRFM(reg=-1).fit(X, y)
     with pytest.raises(ValueError, match="padding"):
-        ConvRFM(padding="full")
+        ConvRFM(padding="full").fit(X, y)
     with pytest.raises(ValueError, match="padding_mode"):
-        ConvRFM(padding_mode="mirror")
-    with pytest.raises(RuntimeError, match="not fitted"):
+        ConvRFM(padding_mode="mirror").fit(X, y)
+    with pytest.raises(NotFittedError):
         ConvRFM().predict(X)
-    with pytest.raises(ValueError, match="shape="):
-        ConvRFM().fit(X.reshape(6, -1), y)
+    with pytest.raises(ValueError, match="columns but shape"):
+        ConvRFM(shape=(1, 4, 4)).fit(X.reshape(6, -1), y)
     with pytest.raises(ValueError, match="rows"):
         ConvRFM().fit(X, torch.ones(5))
     with pytest.raises(ValueError, match="together"):
         ConvRFM().fit(X, y.double(), X_val=X)
     with pytest.raises(ValueError, match="NaN"):
         ConvRFM().fit(torch.full((2, 1, 5, 5), float("nan")), torch.ones(2))
-    with pytest.raises(ValueError, match="integer"):
+    with pytest.raises(ValueError, match="continuous"):
         ConvRFMClassifier().fit(X, y + 0.5)
     m = ConvRFMClassifier(bandwidth=2.0).fit(X, y)
-    with pytest.raises(ValueError, match="fitted on"):
+    with pytest.raises(ValueError, match="expecting 25 features"):
         m.predict(torch.randn(2, 1, 6, 6))
+    with pytest.raises(ValueError, match="fitted on"):
+        m.predict(torch.randn(2, 1, 25, 1))
     with pytest.raises(ValueError, match="do not fit"):
         patches(torch.randn(1, 1, 2, 2), 3)
+
+
+def test_convrfm_reads_rows_without_a_shape_as_one_by_d_signals():
+    g = _gen(14)
+    X, y = torch.randn(8, 10, generator=g, dtype=f64), torch.randn(8, generator=g, dtype=f64)
+    rows = ConvRFM(iters=1, bandwidth=3.0, dtype="float64").fit(X, y)
+    images = ConvRFM(iters=1, bandwidth=3.0, dtype="float64").fit(X.reshape(8, 1, 1, 10), y)
+    assert rows.image_shape_ == (1, 1, 10) and rows.n_features_in_ == 10
+    assert torch.equal(rows.predict(X), images.predict(X.reshape(8, 1, 1, 10)))
+
+
+def test_convrfm_arrays_in_give_arrays_out_with_the_values_of_tensors():
+    task = star_task(20, size=16, generator=5, dtype="float64")
+    model = ConvRFMClassifier((3, 16, 16), iters=1, bandwidth=5.0, dtype="float64").fit(task.X[:14], task.y[:14])
+    arr = model.decision_function(task.X[14:].numpy())
+    assert isinstance(arr, np.ndarray) and arr.dtype == np.float64
+    np.testing.assert_array_equal(arr, model.decision_function(task.X[14:]).numpy())
+    labels = ConvRFMClassifier((3, 16, 16), iters=1, bandwidth=5.0, dtype="float64").fit(
+        task.X[:14].numpy(), np.where(task.y[:14].numpy() == 1, "star", "noise"))
+    assert set(labels.predict(task.X[14:].numpy())) <= {"star", "noise"}
+    np.testing.assert_array_equal(labels.predict(task.X[14:].numpy()) == "star",
+                                  model.predict(task.X[14:]).numpy() == 1)
+
+
+def test_convrfm_deprecated_names_still_work():
+    task = star_task(12, size=16, generator=6, dtype="float64")
+    kw = dict(shape=(3, 16, 16), iters=1, bandwidth=5.0, dtype="float64", max_agop_points=5)
+    new = ConvRFMClassifier(agop_power=0.5, random_state=3, **kw).fit(task.X, task.y)
+    with pytest.warns(DeprecationWarning, match="power was renamed agop_power"):
+        with pytest.warns(DeprecationWarning, match="generator was renamed random_state"):
+            old = ConvRFMClassifier(power=0.5, generator=3, **kw).fit(task.X, task.y)
+    assert torch.equal(old.Ms_[-1], new.Ms_[-1])
 
 
 def test_filters_drawn_from_M_have_its_covariance_and_range():
@@ -412,23 +452,23 @@ def test_filters_drawn_from_M_have_its_covariance_and_range():
 def test_deep_convrfm_stages():
     task = star_task(40, size=16, generator=4)
     kw = dict(iters=1, bandwidth=10.0, dtype="float64")
-    one = DeepConvRFM((3, 16, 16), depth=1, generator=0, **kw).fit(task.X[:24], task.y[:24])
+    one = DeepConvRFM((3, 16, 16), depth=1, random_state=0, **kw).fit(task.X[:24], task.y[:24])
     seed = int(torch.randint(0, 2**31 - 1, (1,), generator=_gen(0)))
-    plain = ConvRFMClassifier((3, 16, 16), generator=seed, **kw).fit(task.X[:24], task.y[:24])
+    plain = ConvRFMClassifier((3, 16, 16), random_state=seed, **kw).fit(task.X[:24], task.y[:24])
     torch.testing.assert_close(one.decision_function(task.X[24:]), plain.decision_function(task.X[24:]))
-    two = DeepConvRFM((3, 16, 16), depth=2, width=8, activation="relu", generator=0, **kw)
+    two = DeepConvRFM((3, 16, 16), depth=2, width=8, activation="relu", random_state=0, **kw)
     two.fit(task.X[:24], task.y[:24], task.X[24:], task.y[24:])
     assert len(two.models_) == 2 and len(two.layers_) == 1 and two.layers_[0].weight.shape == (8, 3, 3, 3)
     assert two.models_[1].Ms_[0].shape == (72, 72) and len(two.history_[1]) == 2
     H = torch.relu(F.conv2d(task.X[24:].reshape(-1, 3, 16, 16).double(), two.layers_[0].weight, padding=1))
     torch.testing.assert_close(two.decision_function(task.X[24:]), two.models_[1].decision_function(H))
     assert two.history_[1][-1]["val_accuracy"] == two.score(task.X[24:], task.y[24:])
-    with pytest.raises(RuntimeError, match="not fitted"):
+    with pytest.raises(NotFittedError):
         DeepConvRFM(depth=2).predict(task.X)
     with pytest.raises(ValueError, match="activation"):
-        DeepConvRFM(activation="tanh")
+        DeepConvRFM(activation="tanh").fit(task.X[:24], task.y[:24])
     with pytest.raises(ValueError, match="stride"):
-        DeepConvRFM(depth=2, stride=2)
+        DeepConvRFM(depth=2, stride=2).fit(task.X[:24], task.y[:24])
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
@@ -513,8 +553,8 @@ def test_patch_agop_sizes_its_batches_by_the_memory_budget(monkeypatch):
     X = torch.randn(7, 36, generator=_gen(8), dtype=f64)
     full = patch_agop(net, X, 1, batch_size=7)
     sizes = []
-    real = rfm.models.conv.patch_gradients
-    monkeypatch.setattr(rfm.models.conv, "patch_gradients", lambda m, Xb, l: sizes.append(Xb.shape[0]) or real(m, Xb, l))
+    real = rfm.nets.conv.patch_gradients
+    monkeypatch.setattr(rfm.nets.conv, "patch_gradients", lambda m, Xb, l: sizes.append(Xb.shape[0]) or real(m, Xb, l))
     # one image of layer 1: 36 patches of 2 x 9 numbers, 1 output: a budget of 1 byte gives one image per pass
     torch.testing.assert_close(patch_agop(net, X, 1, mem_bytes=1), full, rtol=1e-12, atol=1e-14)
     assert sizes == [1] * 7
@@ -526,8 +566,8 @@ def test_patch_agop_sizes_its_batches_by_the_memory_budget(monkeypatch):
 
 
 def test_cnfa_table_measures_each_layer_against_its_controls():
-    from rfm.models.conv import cnfa_table
     from rfm.nets.alignment import spectrum_matched
+    from rfm.nets.conv import cnfa_table
 
     net = _net(seed=1)
     init = _net(seed=2)
@@ -554,3 +594,14 @@ def test_cnfa_table_measures_each_layer_against_its_controls():
         cnfa_table(net, X, initial=_net(channels=(3,), seed=3))
     with pytest.raises(ValueError, match="layers"):
         cnfa_table(net, X, layers=[2])
+
+
+def test_the_chapter_and_earlier_readers_import_paths_still_work():
+    import rfm.core.patches
+    import rfm.nets.conv
+
+    assert rfm.models.conv.patches is rfm.core.patches.patches
+    assert rfm.models.conv.as_images is rfm.core.patches.as_images
+    for name in ("ConvNet", "cnfa_table", "conv_from_feature_matrix", "conv_layers", "conv_patches", "filter_nfm",
+                 "patch_agop", "patch_gradients"):
+        assert getattr(rfm.models.conv, name) is getattr(rfm.nets.conv, name)

@@ -265,3 +265,19 @@ def test_plateau_ridge_waits_for_the_held_out_error_and_needs_a_holdout():
     res = L.lin_rfm_completion(Y, mask, iters=150, reg=0.05, reg_decay=0.3, reg_schedule="plateau", holdout=0.1,
                                Y_eval=Y)
     assert res["eval_error"][res["iteration"]] < 1e-3 < res["eval_error"][0]
+
+
+def test_lin_rfm_regressor_is_lin_rfm_sparse_with_agop_power_twice_alpha():
+    from rfm.models.linear import LinRFMRegressor
+
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((15, 30))
+    w = np.zeros(30)
+    w[[2, 11]] = [1.5, -1.0]
+    model = LinRFMRegressor(iters=30, agop_power=0.5).fit(X, X @ w)
+    ref, path = L.lin_rfm_sparse(X, X @ w, iters=30, alpha=0.25, return_path=True)
+    assert np.array_equal(model.coef_, ref) and np.array_equal(model.path_, path)
+    np.testing.assert_allclose(model.predict(X), X @ w, atol=1e-10)
+    two = LinRFMRegressor(iters=30, agop_power=0.5).fit(X, np.stack([X @ w, -(X @ w)], 1))
+    np.testing.assert_array_equal(two.coef_[0], ref)
+    assert two.predict(X).shape == (15, 2)

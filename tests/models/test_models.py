@@ -51,9 +51,9 @@ def test_agop_power_centring_and_normalisation_are_honoured():
     X, y = _small()
     base = rfm.RFMRegressor(iters=0, dtype="float64").fit(X, y)
     for power, centre, normalize in [(0.5, False, "max"), (1.0, True, None), (0.5, True, "trace")]:
-        model = rfm.RFMRegressor(iters=1, agop_power=power, centre=centre, normalize=normalize,
+        model = rfm.RFMRegressor(iters=1, agop_power=power, center=centre, normalize=normalize,
                                  dtype="float64").fit(X, y)
-        expected = rfm.feature_update(base.agop(centre=centre), power, normalize)
+        expected = rfm.feature_update(base.agop(center=centre), power, normalize)
         torch.testing.assert_close(model.history_[1]["M"], expected, rtol=1e-8, atol=1e-10)
 
 
@@ -156,3 +156,14 @@ def test_diag_rfm_records_the_initial_identity_as_a_vector():
         assert clf.history_[0]["M"].shape == (7,)
         torch.testing.assert_close(clf.history_[0]["M"], torch.ones(7, dtype=torch.float64))
     assert rfm.RFMClassifier(iters=0, bandwidth=5.0).fit(X, y).M_.shape == (7, 7)
+
+
+def test_centre_is_a_deprecated_alias_of_center():
+    X = np.random.default_rng(0).standard_normal((40, 3))
+    y = X[:, 0] * X[:, 1]
+    new = rfm.RFMRegressor(iters=1, center=True, dtype="float64").fit(X, y)
+    with pytest.warns(DeprecationWarning, match="renamed center"):
+        old = rfm.RFMRegressor(iters=1, centre=True, dtype="float64").fit(X, y)
+    assert torch.equal(old.M_, new.M_)
+    with pytest.warns(DeprecationWarning, match="renamed agop"):
+        torch.testing.assert_close(new.agop(centre=False), new.agop(center=False), rtol=0, atol=0)

@@ -17,7 +17,7 @@ def _task(n=60, d=5, seed=0):
 @pytest.mark.parametrize("power,centre", [(1.0, True), (1.0, False), (0.5, True)])
 def test_rfm_regressor_iterates_equal_the_reference_loop(power, centre):
     X, y = _task()
-    model = rfm.RFMRegressor(kernel="laplace", bandwidth=3.0, reg=1e-3, iters=3, agop_power=power, centre=centre,
+    model = rfm.RFMRegressor(kernel="laplace", bandwidth=3.0, reg=1e-3, iters=3, agop_power=power, center=centre,
                              normalize="max", dtype="float64", solver="cholesky").fit(X, y)
     Ms, alphas = rfm_ref(X, y, 3, bandwidth=3.0, reg=1e-3, power=power, centre=centre, normalize="max")
     assert len(model.history_) == 4
@@ -36,9 +36,9 @@ def test_closed_form_agop_of_a_fitted_model_equals_the_independent_autograd_agop
     f = predictor_ref("laplace", X, model.alpha_.reshape(len(X), -1), model.M_, bandwidth=3.0)
     Z = torch.cat([X[:10], torch.randn(10, 5, generator=torch.Generator().manual_seed(2), dtype=torch.float64)])
     for centre in (False, True):
-        torch.testing.assert_close(model.agop(Z, centre=centre), agop_ref(f, Z, centre=centre), rtol=1e-9,
+        torch.testing.assert_close(model.agop(Z, center=centre), agop_ref(f, Z, centre=centre), rtol=1e-9,
                                    atol=1e-11)
-        torch.testing.assert_close(model.agop(centre=centre), agop_ref(f, X, centre=centre), rtol=1e-9, atol=1e-11)
+        torch.testing.assert_close(model.agop(center=centre), agop_ref(f, X, centre=centre), rtol=1e-9, atol=1e-11)
 
 
 def test_reference_laplace_gradient_matches_the_hand_derivative():

@@ -72,7 +72,7 @@ def test_projection_is_krr_on_source_outputs_with_other_labels():
     Z, _ = _data(7, seed=10)
     F = lambda A: torch.as_tensor(src.predict(A))  # noqa: E731
     got = ProjectedKernel(src, reg=1e-3).fit(X, y).predict(Z)
-    torch.testing.assert_close(got, _krr(F(X), y[:, None], F(Z), 1e-3), rtol=1e-9, atol=1e-9)
+    torch.testing.assert_close(got, _krr(F(X), y[:, None], F(Z), 1e-3)[:, 0], rtol=1e-9, atol=1e-9)  # 1-D y: 1-D out
 
 
 def test_classifier_and_machine_sources_give_raw_outputs():
