@@ -20,7 +20,8 @@ import numpy as np
 import torch
 
 from ._checks import _to_tensor, check_choice, check_number
-from .utils import _check_square, top_eigenvectors
+from ._checks import check_square
+from .utils import top_eigenvectors
 
 
 def _as_float_tensor(A, name):
@@ -115,7 +116,7 @@ def top_eigenspace_overlap(M, coordinates, k: int | None = None) -> float:
 
     ``k`` defaults to the number of coordinates, e.g. ``top_eigenspace_overlap(M, [0, 1])`` asks whether the top-2
     eigenspace of M is span(e1, e2)."""
-    M = _check_square(M, "M").detach().to(torch.float64).cpu()
+    M = check_square(M, "M").detach().to(torch.float64).cpu()
     d = M.shape[0]
     if isinstance(coordinates, (str, bytes)) or not hasattr(coordinates, "__iter__"):
         raise TypeError(f"coordinates must be a list of coordinate indices, e.g. [0, 1], got {coordinates!r}")

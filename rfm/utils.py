@@ -9,8 +9,6 @@ import torch
 
 from ._checks import _to_tensor, check_number, check_square
 
-# rfm.metrics still imports the pre-0.2 private name; it goes when rfm.metrics imports rfm._checks.check_square.
-_check_square = check_square
 
 
 def get_device(device=None) -> torch.device:
