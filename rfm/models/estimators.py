@@ -39,10 +39,11 @@ from sklearn.utils.validation import (check_array, check_consistent_length, chec
 from tqdm import tqdm
 
 from .._checks import DegenerateAGOPError, check_choice, check_matrix, check_number, check_targets, resolve_dtype
+from .._checks import check_label_types, check_numeric_input
 from ..core.coincident import find_pairs
 from ..core.fact import UPDATES, fact_update_target, kernel_fact
 from ..core.feature_matrix import NORMALIZATIONS, FeatureMatrix, as_feature_matrix, feature_matrix_from_agop
-from ..core.kernels import Kernel, get_kernel
+from ..core.kernels import Kernel, get_kernel, kernel_matrix
 from ..core.machine import KernelMachine
 from ..core.solvers import get_solver
 from ..metrics import r2_score
@@ -159,6 +160,7 @@ class _BaseRFM(BaseEstimator):
                 raise ValueError(f"{name} has {Xt.shape[1]} features, but {type(self).__name__} is expecting "
                                  f"{self.n_features_in_} features as input.")
             return Xt, None
+        check_numeric_input(X, name)
         if name == "X":
             arr = validate_data(self, X, reset=reset, dtype=[np.float64, np.float32], ensure_min_samples=1)
         else:
@@ -223,6 +225,7 @@ class _BaseRFM(BaseEstimator):
         X = self._check_X(X, reset=True, dtype=dtype, device=device)[0].detach()
         n, d = X.shape
         solver = self._check_params(d)
+        _warn_if_reg_ignored(solver, self.reg, type(self).__name__)
         Y, fitted = self._encode_fit_targets(y, n, dtype, device)
         if (X_val is None) != (y_val is None):
             raise ValueError("X_val and y_val must be given together")
@@ -240,6 +243,7 @@ class _BaseRFM(BaseEstimator):
         Xt = fm.transform(run.X)
         _check_finite_transform(Xt)
         res = run.solver.solve(run.kernel, Xt, run.Y, self.reg, pairs=run.pairs, mem_bytes=run.mem)
+        _warn_if_saturated(run.kernel, Xt, res.K, type(self).__name__)
         machine = KernelMachine._trusted(run.kernel, run.X, Xt, res.alpha, fm, mem_bytes=run.mem)
         train_pred = res.train_pred if res.train_pred is not None else machine.predict(run.X, pairs=run.pairs)
         record = {"iteration": t, "solver": res.method, **(res.info or {}),
@@ -514,6 +518,7 @@ class RFMClassifier(ClassifierMixin, _BaseRFM):
         if labels.ndim != 1:
             raise ValueError(f"y must be a 1-D array of class labels, got shape {labels.shape}")
         check_consistent_length(labels, np.empty(n))
+        check_label_types(labels, "y")
         labels = column_or_1d(check_array(labels, ensure_2d=False, dtype=None, input_name="y",
                                           ensure_min_samples=0))
         check_classification_targets(labels)
@@ -587,3 +592,37 @@ def _check_finite_transform(Xt):
             f"the squared norms of the (transformed) features overflow {Xt.dtype} (largest |x| about "
             f"{float(Xt.abs().max()):.3g}): scale the features (e.g. sklearn's StandardScaler) or use "
             "dtype='float64'")
+
+
+def _warn_if_reg_ignored(solver, reg, owner):
+    """EigenPro 3 fits without a ridge (:class:`rfm.core.eigenpro.EigenPro3Solver`): say so when the user set one.
+    reg = 0 asks for no ridge, which is what EigenPro 3 does, so it passes silently like the default."""
+    from ..core.eigenpro import EigenPro3Solver
+    if isinstance(solver, EigenPro3Solver) and reg not in (0, _BaseRFM().reg):
+        warnings.warn(f"{owner}: solver='eigenpro3' ignores reg (got reg={reg!r}): EigenPro 3 fits its centres "
+                      "without a ridge (the number of centres and early stopping regularise). Leave reg at its "
+                      "default, or use solver='cholesky' or 'cg' for kernel ridge regression with this reg.",
+                      UserWarning, stacklevel=4)
+
+
+def _warn_if_saturated(kernel, Xt, K, owner):
+    """Warn when K(X, X) is numerically constant: every prediction is then the same number. With K kept by the
+    solver its range is read directly; otherwise, for a radial kernel, one row K(x_1, X) decides (if every point is
+    at distance ~0 from x_1, all are at distance ~0 from each other). A dot-product kernel without K is not checked
+    (its row at x_1 = 0 is constant for any data)."""
+    n = Xt.shape[0]
+    if n < 2 or Xt.requires_grad:
+        return
+    if K is None:
+        if not kernel.radial:
+            return
+        first = torch.zeros(1, dtype=torch.long, device=Xt.device)
+        K = kernel_matrix(kernel, Xt[:1], Xt, transformed=True, pairs=(first, first))
+    top = float(K.abs().max())
+    if float(K.max() - K.min()) > 2 * torch.finfo(K.dtype).eps * top:
+        return
+    spread = float((Xt - Xt[:1]).double().square().sum(1).max().sqrt())
+    warnings.warn(f"{owner}: the kernel matrix is numerically constant (every entry {float(K[0, 0]):.6g} in "
+                  f"{K.dtype}; the points lie within {spread:.3g} of each other, against a bandwidth of "
+                  f"{getattr(kernel, 'bandwidth', float('nan')):g}): every prediction is the same constant. Scale the "
+                  "features (e.g. sklearn's StandardScaler) or lower the bandwidth.", RuntimeWarning, stacklevel=4)
