@@ -477,10 +477,11 @@ class RFMRegressor(RegressorMixin, _BaseRFM):
         return self._output(out, X, np_dtype)
 
     def score(self, X, y, sample_weight=None):
-        """R^2 of the predictions (averaged uniformly over outputs)."""
-        if sample_weight is not None:
-            raise ValueError("sample_weight is not supported")
+        """R^2 of the predictions (averaged uniformly over outputs); with ``sample_weight``, the weighted R^2 of
+        :func:`sklearn.metrics.r2_score`."""
         pred = to_numpy(self.predict(X.detach() if isinstance(X, torch.Tensor) else X)).astype(np.float64)
+        if sample_weight is not None:
+            return _weighted_score(to_numpy(y).astype(np.float64), pred, sample_weight, "r2")
         return r2_score(to_numpy(y).astype(np.float64), pred)
 
 
@@ -578,10 +579,10 @@ class RFMClassifier(ClassifierMixin, _BaseRFM):
         return self._output(proba, X, np_dtype)
 
     def score(self, X, y, sample_weight=None):
-        """Mean accuracy."""
-        if sample_weight is not None:
-            raise ValueError("sample_weight is not supported")
+        """Mean accuracy (weighted by ``sample_weight`` when given)."""
         pred = self.predict(X.detach() if isinstance(X, torch.Tensor) else X)
+        if sample_weight is not None:
+            return _weighted_score(to_numpy(y), to_numpy(pred), sample_weight, "accuracy")
         return float(np.mean(to_numpy(pred) == to_numpy(y)))
 
 
@@ -626,3 +627,16 @@ def _warn_if_saturated(kernel, Xt, K, owner):
                   f"{K.dtype}; the points lie within {spread:.3g} of each other, against a bandwidth of "
                   f"{getattr(kernel, 'bandwidth', float('nan')):g}): every prediction is the same constant. Scale the "
                   "features (e.g. sklearn's StandardScaler) or lower the bandwidth.", RuntimeWarning, stacklevel=4)
+
+
+def _weighted_score(y, pred, sample_weight, metric):
+    """``score`` with ``sample_weight``: scikit-learn's weighted R^2 or accuracy (weights >= 0, one per sample)."""
+    from sklearn.metrics import accuracy_score
+    from sklearn.metrics import r2_score as sk_r2_score
+    from sklearn.utils.validation import _check_sample_weight
+    if np.asarray(y).shape[0] != pred.shape[0]:
+        raise ValueError(f"y has {np.asarray(y).shape[0]} samples but X has {pred.shape[0]}")
+    w = _check_sample_weight(to_numpy(sample_weight), pred, dtype=np.float64, ensure_non_negative=True)
+    if metric == "r2":
+        return float(sk_r2_score(y, pred, sample_weight=w))
+    return float(accuracy_score(y, pred, sample_weight=w))
