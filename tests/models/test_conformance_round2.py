@@ -60,7 +60,8 @@ def test_float32_predictions_of_a_row_alone_differ_by_rounding_only(cls, method)
     are BLAS matrix products whose float32 rounding depends on the number of rows (1 row: a matrix-vector
     kernel), so a row predicted alone differs from the same row in a batch by tens of units in the last place of
     the largest output (measured on the check's data: 1.9e-6 for RFMRegressor.predict, 6.4e-6 for
-    RFMClassifier.decision_function, outputs of size 1-2). Making them agree bit for bit would change every float32 prediction; the check passes in float64."""
+    RFMClassifier.decision_function, outputs of size 1-2). Making them agree bit for bit would change every float32
+    prediction; the check passes in float64."""
     rnd = np.random.RandomState(0)
     Xc = 3 * rnd.uniform(size=(20, 3))
     model = cls(iters=2, random_state=1).fit(Xc, Xc[:, 0].astype(int))
