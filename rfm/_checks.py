@@ -139,7 +139,7 @@ def check_numeric_input(X, name: str = "X"):
             if kind in "OSU" and any(isinstance(v, (str, bytes)) for v in X[col]):
                 bad.append(col)
             elif kind == "c":
-                raise TypeError(f"{name} must be real-valued, but column {col!r} has complex dtype {dt}")
+                raise ValueError(f"Complex data not supported: column {col!r} of {name} has dtype {dt}")
         if bad:
             example = next(v for v in X[bad[0]] if isinstance(v, (str, bytes)))
             raise TypeError(f"{name} must be numeric, but column(s) {bad} hold strings (e.g. {example!r}): encode "
@@ -152,8 +152,9 @@ def check_numeric_input(X, name: str = "X"):
         arr = np.asarray(X)
     except (ValueError, TypeError):
         return                                                                       # ragged: the caller's error
-    if arr.dtype.kind == "c":
-        raise TypeError(f"{name} must be real-valued, got complex dtype {arr.dtype}")
+    if arr.dtype.kind == "c":  # ValueError and this wording: scikit-learn's check_complex_data expects them
+        raise ValueError(f"Complex data not supported: {name} has dtype {arr.dtype}; pass real values (e.g. "
+                         f"{name}.real, or its absolute value)")
     if arr.dtype.kind in "SU" or (arr.dtype == object and any(isinstance(v, (str, bytes)) for v in arr.ravel())):
         example = next(v for v in arr.ravel() if isinstance(v, (str, bytes, np.str_, np.bytes_)))
         raise TypeError(f"{name} must be numeric, got strings (e.g. {example!r}); if they are numbers written as "

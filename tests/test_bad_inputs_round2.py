@@ -166,6 +166,7 @@ def test_pcg_names_both_devices():
 
 
 def test_complex_x_is_one_line():
-    with pytest.raises(TypeError) as info:
+    with pytest.raises(ValueError) as info:
         regressor().fit(X.astype(np.complex128), y)
-    assert str(info.value) == "X must be real-valued, got complex dtype complex128"
+    assert str(info.value) == ("Complex data not supported: X has dtype complex128; pass real values (e.g. X.real, or "
+                               "its absolute value)")
