@@ -623,6 +623,10 @@ def _warn_if_saturated(kernel, Xt, K, owner):
     if float(K.max() - K.min()) > 2 * torch.finfo(K.dtype).eps * top:
         return
     spread = float((Xt - Xt[:1]).double().square().sum(1).max().sqrt())
+    if spread == 0:
+        warnings.warn(f"{owner}: all {n} training points are identical, so the kernel matrix is constant and every "
+                      "prediction is the same constant", RuntimeWarning, stacklevel=4)
+        return
     warnings.warn(f"{owner}: the kernel matrix is numerically constant (every entry {float(K[0, 0]):.6g} in "
                   f"{K.dtype}; the points lie within {spread:.3g} of each other, against a bandwidth of "
                   f"{getattr(kernel, 'bandwidth', float('nan')):g}): every prediction is the same constant. Scale the "
