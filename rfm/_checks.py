@@ -419,3 +419,55 @@ def check_eval_target(Y_eval, eval_mask, Yt: torch.Tensor, m: torch.Tensor):
     if tuple(Ye.shape) != tuple(Yt.shape):
         raise ValueError(f"Y_eval must have the shape of Y {tuple(Yt.shape)}, got {tuple(Ye.shape)}")
     return Ye, (check_mask(eval_mask, Yt.shape, Yt.device) if eval_mask is not None else ~m)
+
+
+def check_numeric_input(X, name: str = "X"):
+    """Raise a one-line error for array-likes that scikit-learn's ``check_array`` would convert silently or report
+    with a dump of the data: strings (also numbers written as strings, which it parses), pandas columns of strings
+    (named), complex values. Other input is left to the caller's validation; nothing is converted or returned."""
+    columns = getattr(X, "columns", None)
+    dtypes = getattr(X, "dtypes", None)
+    if columns is not None and dtypes is not None and hasattr(X, "iloc"):            # a pandas DataFrame
+        bad = []
+        for col, dt in zip(columns, dtypes):
+            kind = getattr(dt, "kind", "O")
+            if kind in "OSU" and any(isinstance(v, (str, bytes)) for v in X[col]):
+                bad.append(col)
+            elif kind == "c":
+                raise ValueError(f"Complex data not supported: column {col!r} of {name} has dtype {dt}")
+        if bad:
+            example = next(v for v in X[bad[0]] if isinstance(v, (str, bytes)))
+            raise TypeError(f"{name} must be numeric, but column(s) {bad} hold strings (e.g. {example!r}): encode "
+                            "them (sklearn's OneHotEncoder or OrdinalEncoder), convert numbers written as text with "
+                            f"pd.to_numeric, or drop them")
+        return
+    if not isinstance(X, (np.ndarray, list, tuple)):
+        return
+    try:
+        arr = np.asarray(X)
+    except (ValueError, TypeError):
+        return                                                                       # ragged: the caller's error
+    if arr.dtype.kind == "c":  # ValueError and this wording: scikit-learn's check_complex_data expects them
+        raise ValueError(f"Complex data not supported: {name} has dtype {arr.dtype}; pass real values (e.g. "
+                         f"{name}.real, or its absolute value)")
+    if arr.dtype.kind in "SU" or (arr.dtype == object and any(isinstance(v, (str, bytes)) for v in arr.ravel())):
+        example = next(v for v in arr.ravel() if isinstance(v, (str, bytes, np.str_, np.bytes_)))
+        raise TypeError(f"{name} must be numeric, got strings (e.g. {example!r}); if they are numbers written as "
+                        f"text, convert them first ({name} = np.asarray({name}, dtype=float))")
+
+
+def check_label_types(labels, name: str = "y"):
+    """Raise if an object array of class labels holds None (missing labels) or mixes strings with numbers: their
+    classes cannot be sorted, and numpy's error ("'<' not supported between 'NoneType' and 'str'") hides why."""
+    labels = np.asarray(labels)
+    if labels.dtype != object:
+        return
+    flat = labels.ravel()
+    missing = sum(v is None for v in flat)
+    if missing:
+        raise ValueError(f"{name} contains {missing} missing label(s) (None) among its {flat.size}: drop those "
+                         "samples or give them a label")
+    strings = sum(isinstance(v, (str, bytes)) for v in flat)
+    if 0 < strings < flat.size:
+        raise ValueError(f"{name} mixes string labels with {flat.size - strings} non-string label(s): use one type "
+                         f"for all labels (e.g. {name} = np.asarray({name}).astype(str))")

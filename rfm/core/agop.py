@@ -136,6 +136,7 @@ def agop(f, X, *, batch_size: int | None = None, centre: bool = False, diag: boo
     (torch.Size([3, 3]), True)
     """
     X = check_matrix(X, "X")
+    _check_rowwise(f, X)
     acc = None
     for G in _batch_jacobians(f, X, batch_size):
         if acc is None:
@@ -153,3 +154,49 @@ def sample_points(n: int, max_points: int | None, generator=None) -> torch.Tenso
         return None
     check_number("max_points", max_points, low=1, integer=True)
     return torch.randperm(n, generator=make_generator(0 if generator is None else generator))[:max_points]
+
+
+def _check_rowwise(f, X: torch.Tensor):
+    """Entry checks for :func:`agop`'s ``f``: callable, parameters in X's dtype, and acting row by row.
+
+    The AGOP needs each row's gradient of f at that row alone; a function using batch statistics (BatchNorm in
+    training mode, X - X.mean(0)) gives a result that depends on ``batch_size``. That is checked cheaply: a module's
+    batch-statistics layers in training mode are named without running it (a forward pass would move their running
+    statistics); any other f is run on two rows together and one by one (under a forked RNG, so that a random f does
+    not shift the caller's random numbers), and a difference beyond rounding is warned about."""
+    import warnings
+
+    if not callable(f):
+        raise TypeError(f"f must be callable (a function or torch.nn.Module mapping a (b, d) batch to (b,) or (b, c)),"
+                        f" got {type(f).__name__} {f!r}")
+    if isinstance(f, torch.nn.Module):
+        p = next((q for q in f.parameters() if q.is_floating_point()), None)
+        if p is not None and p.dtype != X.dtype:
+            raise TypeError(f"X has dtype {X.dtype} but f's parameters are {p.dtype}: convert one to the other "
+                            f"(X.to({p.dtype}), or f.to({X.dtype}))")
+        batch_stats = [name or type(f).__name__ for name, m in f.named_modules()
+                       if m.training and isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
+        if batch_stats:
+            warnings.warn(f"f has batch-statistics layers in training mode ({batch_stats[:3]}): its gradients, and so "
+                          "the AGOP, depend on batch_size; call f.eval() first", UserWarning, stacklevel=3)
+        return
+    if X.shape[0] < 2:
+        return
+    rows = X[[0, -1]].detach()
+    devices = [X.device] if X.device.type == "cuda" else []
+    try:
+        with torch.random.fork_rng(devices=devices), torch.no_grad():
+            both = f(rows)
+            alone = torch.cat([f(rows[:1]), f(rows[1:])])
+    except Exception:  # noqa: BLE001 - f's own errors are reported by the AGOP pass itself, with its context
+        return
+    if not (isinstance(both, torch.Tensor) and isinstance(alone, torch.Tensor) and both.shape == alone.shape
+            and both.is_floating_point()):
+        return
+    scale = float(both.abs().max()) if both.numel() else 0.0
+    diff = float((both - alone).abs().max()) if both.numel() else 0.0
+    if diff > 1e-3 * scale + 1e3 * torch.finfo(both.dtype).tiny:  # NaN compares False: left to the AGOP pass
+        warnings.warn(f"f does not act row by row: its output at a row changes with the other rows of the batch "
+                      f"(by {diff:.3g}, against outputs of size {scale:.3g}), as with batch statistics "
+                      "(X - X.mean(0), BatchNorm) or randomness; the AGOP then depends on batch_size. Make f act on "
+                      "each row alone (a network: f.eval())", UserWarning, stacklevel=3)

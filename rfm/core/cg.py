@@ -76,6 +76,8 @@ class KernelOperator:
         if not isinstance(Xt, torch.Tensor) or Xt.ndim != 2 or not Xt.is_floating_point():
             raise TypeError("Xt must be a 2-D floating torch tensor of transformed points (n, r), got "
                             f"{type(Xt).__name__} {tuple(getattr(Xt, 'shape', ()))}")
+        if not bool(torch.isfinite(Xt).all()):  # one pass over the points; NaN would make every product NaN
+            raise ValueError(f"Xt contains {int((~torch.isfinite(Xt)).sum())} NaN or infinite value(s)")
         self.kernel, self.Xt, self.pairs, self.mem_bytes = kernel, Xt, pairs, mem_bytes
         n = Xt.shape[0]
         if pairs is None and kernel.radial:
@@ -239,6 +241,9 @@ def pcg(op: KernelOperator, Y: torch.Tensor, reg: float, *, precond=None, tol: f
     if not isinstance(Y, torch.Tensor) or Y.ndim not in (1, 2) or Y.shape[0] != op.shape[0]:
         raise ValueError(f"Y must be a tensor of shape (n,) or (n, c) with n = {op.shape[0]} (the operator's size), "
                          f"got {tuple(getattr(Y, 'shape', ()))}")
+    if Y.device != op.Xt.device:
+        raise ValueError(f"Y is on device {Y.device} but the operator's points are on {op.Xt.device}: move Y "
+                         f"there first (Y.to({str(op.Xt.device)!r}))")
     if not bool(torch.isfinite(Y).all()):
         raise ValueError("Y contains NaN or infinite values")
     Y2 = (Y if Y.ndim == 2 else Y[:, None]).to(torch.float64)

@@ -144,6 +144,11 @@ def eigenpro_setup(eig: NystromEigensystem, *, q=None, bs=None, bs_max=None, alp
         max_bs = min(max(s / 5, bs_max), s)
         q = int((lam.clamp_min(1e-300).pow(-alpha) < max_bs).sum()) - 1
         q = max(q, min_q)
+        if q > len(lam):
+            raise ValueError(f"EigenPro needs at least {min_q} points in its Nystrom subsample (its preconditioner "
+                             f"uses the top q = {min_q} eigenvalues), got {len(lam)} (n = {n} samples): use at "
+                             f"least {min_q} samples (and s >= {min_q}), or a direct solver (solver='cholesky') "
+                             "for so few")
     q = int(check_number("q", q, low=1, high=len(lam), integer=True))
     tail, top = float(lam[q - 1]), float(lam[0])
     if not tail > 0:

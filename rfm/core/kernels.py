@@ -307,6 +307,8 @@ def kernel_matrix(kernel, X, Z=None, fm=None, *, transformed: bool = False, pair
         Working-memory budget for one block.
     """
     kernel = get_kernel(kernel)
+    if not isinstance(X, torch.Tensor) or (Z is not None and not isinstance(Z, torch.Tensor)):
+        X, Z = _as_tensors(X, Z)
     if kernel.radial and pairs is None:
         if not transformed:
             pairs = find_pairs(X, Z)
@@ -321,3 +323,13 @@ def kernel_matrix(kernel, X, Z=None, fm=None, *, transformed: bool = False, pair
     for _ in kernel_blocks(kernel, X, Z, pairs=pairs, mem_bytes=mem_bytes, out=K):
         pass
     return K
+
+
+def _as_tensors(X, Z):
+    """:func:`kernel_matrix` on array-likes: X and Z as finite 2-D tensors (float64 unless float32)."""
+    X = check_matrix(X, "X")
+    if Z is not None:
+        Z = check_matrix(Z, "Z", dtype=X.dtype, device=X.device)
+        if Z.shape[1] != X.shape[1]:
+            raise ValueError(f"Z has {Z.shape[1]} features but X has {X.shape[1]}: they must have the same columns")
+    return X, Z

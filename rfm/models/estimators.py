@@ -37,10 +37,11 @@ from sklearn.utils.validation import (check_array, check_consistent_length, chec
                                       validate_data)
 
 from .._checks import DegenerateAGOPError, check_choice, check_matrix, check_number, check_targets, resolve_dtype
+from .._checks import check_label_types, check_numeric_input
 from ..core.coincident import find_pairs
 from ..core.fact import UPDATES, fact_update_target, kernel_fact
 from ..core.feature_matrix import NORMALIZATIONS, FeatureMatrix, as_feature_matrix, feature_matrix_from_agop
-from ..core.kernels import Kernel, get_kernel
+from ..core.kernels import Kernel, get_kernel, kernel_matrix
 from ..core.machine import KernelMachine
 from ..core.solvers import get_solver
 from ..metrics import r2_score
@@ -154,6 +155,7 @@ class _BaseRFM(BaseEstimator):
                 raise ValueError(f"{name} has {Xt.shape[1]} features, but {type(self).__name__} is expecting "
                                  f"{self.n_features_in_} features as input.")
             return Xt, None
+        check_numeric_input(X, name)
         if name == "X":
             arr = validate_data(self, X, reset=reset, dtype=[np.float64, np.float32], ensure_min_samples=1)
         else:
@@ -314,6 +316,7 @@ class KernelStep:
         X = model._check_X(X, reset=True, dtype=dtype, device=device)[0].detach()
         n, d = X.shape
         self.solver = model._check_params(d)
+        _warn_if_reg_ignored(self.solver, model.reg, type(model).__name__)
         self.center = model._center()
         if self.center and not (callable(model.update) or model.update == "agop"):
             raise ValueError(f"center=True centres the AGOP's gradients; it has no meaning for "
@@ -337,6 +340,7 @@ class KernelStep:
         Xt = fm.transform(self.X)
         _check_finite_transform(Xt)
         res = self.solver.solve(self.kernel, Xt, self.Y, m.reg, pairs=self.pairs, mem_bytes=self.mem)
+        _warn_if_saturated(self.kernel, Xt, res.K, type(m).__name__)
         machine = KernelMachine.from_iterate(self.kernel, self.X, Xt, res.alpha, fm, mem_bytes=self.mem)
         train_pred = res.train_pred if res.train_pred is not None else machine.predict(self.X, pairs=self.pairs)
         record = {"iteration": t, "solver": res.method, **(res.info or {}),
@@ -493,10 +497,11 @@ class RFMRegressor(RegressorMixin, _BaseRFM):
         return self._output(out, X, np_dtype)
 
     def score(self, X, y, sample_weight=None):
-        """R^2 of the predictions (averaged uniformly over outputs)."""
-        if sample_weight is not None:
-            raise ValueError("sample_weight is not supported")
+        """R^2 of the predictions (averaged uniformly over outputs); with ``sample_weight``, the weighted R^2 of
+        :func:`sklearn.metrics.r2_score`."""
         pred = to_numpy(self.predict(X.detach() if isinstance(X, torch.Tensor) else X)).astype(np.float64)
+        if sample_weight is not None:
+            return _weighted_score(to_numpy(y).astype(np.float64), pred, sample_weight, "r2")
         return r2_score(to_numpy(y).astype(np.float64), pred)
 
 
@@ -575,10 +580,10 @@ class RFMClassifier(ClassifierMixin, _BaseRFM):
         return self._output(proba, X, np_dtype)
 
     def score(self, X, y, sample_weight=None):
-        """Mean accuracy."""
-        if sample_weight is not None:
-            raise ValueError("sample_weight is not supported")
+        """Mean accuracy (weighted by ``sample_weight`` when given)."""
         pred = self.predict(X.detach() if isinstance(X, torch.Tensor) else X)
+        if sample_weight is not None:
+            return _weighted_score(to_numpy(y), to_numpy(pred), sample_weight, "accuracy")
         return float(np.mean(to_numpy(pred) == to_numpy(y)))
 
 

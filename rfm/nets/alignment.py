@@ -116,6 +116,7 @@ def from_preactivation(model, layer: int):
 def preactivations(model, X, layer: int) -> torch.Tensor:
     """h_l = W_l x_l (+ b_l) at the rows of X, shape (n, k_{l+1})."""
     _check_layer(model, layer)
+    _check_finite_parameters(model)
     return model.layers[layer](model.layer_input(_as_input(model, X), layer))
 
 
@@ -643,3 +644,11 @@ def reversing_curve(observer, moments, n: int, d: int, balances, *, generator=0,
         obs.append(second_derivative_correlation(observer, X.to(dev), y.to(dev)))
         pred.append(predicted_second_derivative_correlation(X, y, moments))
     return obs, pred
+
+
+def _check_finite_parameters(model):
+    """A network with NaN or infinite weights makes NaN features; say so, rather than blame the data later."""
+    bad = [name for name, p in model.named_parameters() if not bool(torch.isfinite(p).all())]
+    if bad:
+        raise ValueError(f"the network's parameters {bad} contain NaN or infinite values (a diverged training run?); "
+                         "X is not the problem")

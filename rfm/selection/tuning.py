@@ -399,12 +399,14 @@ def run_search(objective, params, n_evals: int, *, method: str = "carbs", seed: 
     if method == "random":
         for s in random_search(params, n_evals, seed):
             v, c = objective(s)
+            _check_observation(v, c, s)
             points.append(s), values.append(float(v)), costs.append(float(c))
     else:
         opt = CARBS(list(params), seed=seed, **carbs_kwargs)
         for _ in range(int(n_evals)):
             s = opt.suggest()
             v, c = objective(s)
+            _check_observation(v, c, s)
             opt.observe(s, v, c)
             points.append(s), values.append(float(v)), costs.append(float(c))
     return dict(points=points, values=np.asarray(values), costs=np.asarray(costs))
@@ -453,3 +455,16 @@ def chinchilla_optimal_exponent(alpha=0.34, beta=0.28) -> float:
         ``beta / (alpha + beta)``.
     """
     return beta / (alpha + beta)
+
+
+def _check_observation(value, cost, point):
+    """An objective's (value, cost) must be finite numbers: a NaN value would be neither better nor worse than any
+    other, and CARBS would fit its surrogate through it without a word."""
+    for name, x in (("value", value), ("cost", cost)):
+        try:
+            x = float(x)
+        except (TypeError, ValueError):
+            raise TypeError(f"objective must return (value, cost) as numbers, got {name} {x!r} at {point}") from None
+        if not np.isfinite(x):
+            raise ValueError(f"objective returned a non-finite {name} ({x}) at {point}: make it return a finite "
+                             "number (e.g. a large loss for a diverged run)")

@@ -292,6 +292,7 @@ def deep_dual_kernel(t, act, depth: int, *, gap=None) -> DeepKernel:
         t = torch.as_tensor(t)
         if not t.is_floating_point():
             raise TypeError("t must be a floating tensor of cosines")
+        _check_cosines(t)
         t = t.clone().clamp_(-1.0, 1.0)
         shape = t.shape
         t = t.reshape(-1)
@@ -472,3 +473,17 @@ def depth_sweep(X_train, y_train, X_test, act, depths, *, ntk: bool = False, met
             methods[L] = info["method"]
     return out
 
+
+
+def _check_cosines(t: torch.Tensor):
+    """t must hold cosines: values outside [-1, 1] by more than rounding (1e-4, far above the few units in the last
+    place of a float32 cosine) are an error rather than clamped; NaN too."""
+    if t.numel() == 0:
+        return
+    if not bool(torch.isfinite(t).all()):
+        raise ValueError(f"t must be cosines in [-1, 1], but it has {int((~torch.isfinite(t)).sum())} NaN or infinite "
+                         "value(s)")
+    worst = float(t.abs().max())
+    if worst > 1 + 1e-4:
+        raise ValueError(f"t must be cosines in [-1, 1], got a value of absolute size {worst:g}: normalise the "
+                         "inner products by the norms (rfm.theory.infinite_depth.cosines)")
