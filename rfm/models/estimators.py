@@ -655,6 +655,7 @@ def class_labels(y, n: int) -> tuple[np.ndarray, np.ndarray]:
     if labels.ndim != 1:
         raise ValueError(f"y must be a 1-D array of class labels, got shape {labels.shape}")
     check_consistent_length(labels, np.empty(n))
+    check_label_types(labels, "y")
     labels = column_or_1d(check_array(labels, ensure_2d=False, dtype=None, input_name="y", ensure_min_samples=0))
     check_classification_targets(labels)
     classes = np.unique(labels)
@@ -706,3 +707,54 @@ def torch_generator(random_state) -> torch.Generator:
     if isinstance(random_state, torch.Generator) or isinstance(random_state, numbers.Integral):
         return make_generator(random_state if isinstance(random_state, torch.Generator) else int(random_state))
     return make_generator(int(check_random_state(random_state).randint(0, 2**31 - 1)))
+
+
+def _warn_if_reg_ignored(solver, reg, owner):
+    """EigenPro 3 fits without a ridge (:class:`rfm.core.eigenpro.EigenPro3Solver`): say so when the user set one.
+    reg = 0 asks for no ridge, which is what EigenPro 3 does, so it passes silently like the default."""
+    from ..core.eigenpro import EigenPro3Solver
+    if isinstance(solver, EigenPro3Solver) and reg not in (0, _BaseRFM().reg):
+        warnings.warn(f"{owner}: solver='eigenpro3' ignores reg (got reg={reg!r}): EigenPro 3 fits its centres "
+                      "without a ridge (the number of centres and early stopping regularise). Leave reg at its "
+                      "default, or use solver='cholesky' or 'cg' for kernel ridge regression with this reg.",
+                      UserWarning, stacklevel=4)
+
+
+def _warn_if_saturated(kernel, Xt, K, owner):
+    """Warn when K(X, X) is numerically constant: every prediction is then the same number. With K kept by the
+    solver its range is read directly; otherwise, for a radial kernel, one row K(x_1, X) decides (if every point is
+    at distance ~0 from x_1, all are at distance ~0 from each other). A dot-product kernel without K is not checked
+    (its row at x_1 = 0 is constant for any data)."""
+    n = Xt.shape[0]
+    if n < 2 or Xt.requires_grad:
+        return
+    if K is None:
+        if not kernel.radial:
+            return
+        first = torch.zeros(1, dtype=torch.long, device=Xt.device)
+        K = kernel_matrix(kernel, Xt[:1], Xt, transformed=True, pairs=(first, first))
+    top = float(K.abs().max())
+    if float(K.max() - K.min()) > 2 * torch.finfo(K.dtype).eps * top:
+        return
+    spread = float((Xt - Xt[:1]).double().square().sum(1).max().sqrt())
+    if spread == 0:
+        warnings.warn(f"{owner}: all {n} training points are identical, so the kernel matrix is constant and every "
+                      "prediction is the same constant", RuntimeWarning, stacklevel=4)
+        return
+    warnings.warn(f"{owner}: the kernel matrix is numerically constant (every entry {float(K[0, 0]):.6g} in "
+                  f"{K.dtype}; the points lie within {spread:.3g} of each other, against a bandwidth of "
+                  f"{getattr(kernel, 'bandwidth', float('nan')):g}): every prediction is the same constant. Scale the "
+                  "features (e.g. sklearn's StandardScaler) or lower the bandwidth.", RuntimeWarning, stacklevel=4)
+
+
+def _weighted_score(y, pred, sample_weight, metric):
+    """``score`` with ``sample_weight``: scikit-learn's weighted R^2 or accuracy (weights >= 0, one per sample)."""
+    from sklearn.metrics import accuracy_score
+    from sklearn.metrics import r2_score as sk_r2_score
+    from sklearn.utils.validation import _check_sample_weight
+    if np.asarray(y).shape[0] != pred.shape[0]:
+        raise ValueError(f"y has {np.asarray(y).shape[0]} samples but X has {pred.shape[0]}")
+    w = _check_sample_weight(to_numpy(sample_weight), pred, dtype=np.float64, ensure_non_negative=True)
+    if metric == "r2":
+        return float(sk_r2_score(y, pred, sample_weight=w))
+    return float(accuracy_score(y, pred, sample_weight=w))
