@@ -266,7 +266,7 @@ def patch_agop(model: nn.Module, X, layer=0, *, batch_size: int | None = None, m
     >>> net = torch.nn.Sequential(torch.nn.Conv2d(1, 1, 3, bias=False, dtype=torch.float64),
     ...                           torch.nn.Flatten(), torch.nn.Linear(36, 1, bias=False, dtype=torch.float64))
     >>> with torch.no_grad():
-    ...     net[0].weight.copy_(w); net[2].weight.fill_(1.0)
+    ...     _ = net[0].weight.copy_(w); _ = net[2].weight.fill_(1.0)
     >>> A = patch_agop(net, torch.randn(4, 1, 8, 8, dtype=torch.float64))
     >>> torch.allclose(A, 36 * w.reshape(-1, 1) @ w.reshape(1, -1))    # f = sum_p w.u_p: g = w at 36 patches
     True
