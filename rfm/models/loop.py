@@ -34,7 +34,7 @@ __all__ = ["LoopResult", "rfm_loop"]
 class LoopResult(NamedTuple):
     """What :func:`rfm_loop` returns.
 
-    Attributes
+    Parameters
     ----------
     model : object
         The kept iterate: the best by the step's score, else the last.

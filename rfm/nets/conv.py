@@ -40,8 +40,21 @@ def _conv_settings(conv: nn.Conv2d):
 
 
 def conv_patches(conv: nn.Conv2d, h: torch.Tensor) -> torch.Tensor:
-    """The patches (n, P, C_in q^2) a ``torch.nn.Conv2d`` multiplies by its filters, at its input h (n, C, H, W),
-    with its own stride, padding, padding mode and dilation."""
+    """The patches a ``torch.nn.Conv2d`` multiplies by its filters, with its own stride, padding, padding mode and
+    dilation.
+
+    Parameters
+    ----------
+    conv : torch.nn.Conv2d
+        The layer (groups 1).
+    h : torch.Tensor
+        Its input (n, C_in, H, W).
+
+    Returns
+    -------
+    torch.Tensor
+        (n, P, C_in q^2), in the order of the flattened filters.
+    """
     _check_conv(conv)
     return unfold(h, *_conv_settings(conv))[0]
 
@@ -56,9 +69,18 @@ def _check_conv(conv):
 
 
 def filter_nfm(conv) -> torch.Tensor:
-    """The filter feature matrix W^T W (float64, C_in q^2 x C_in q^2), with W reshaped to C_out x C_in q^2.
+    """The filter feature matrix W^T W, with W reshaped to C_out x C_in q^2.
 
-    ``conv`` is a ``torch.nn.Conv2d`` (groups 1) or its weight tensor (C_out, C_in, qh, qw)."""
+    Parameters
+    ----------
+    conv : torch.nn.Conv2d or tensor
+        A layer (groups 1) or its weight tensor (C_out, C_in, qh, qw).
+
+    Returns
+    -------
+    torch.Tensor
+        float64 (C_in q^2, C_in q^2).
+    """
     if isinstance(conv, nn.Module):
         W = _check_conv(conv).weight
     else:
@@ -81,7 +103,17 @@ class _Stop(Exception):
 
 
 def conv_layers(model: nn.Module) -> list[tuple[str, nn.Conv2d]]:
-    """The ``torch.nn.Conv2d`` modules of a model with their names, in the order of ``model.named_modules()``."""
+    """The ``torch.nn.Conv2d`` modules of a model with their names.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+
+    Returns
+    -------
+    list of (str, torch.nn.Conv2d)
+        In the order of ``model.named_modules()``.
+    """
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     return [(name, m) for name, m in model.named_modules() if isinstance(m, nn.Conv2d)]
@@ -147,12 +179,26 @@ def _as_model_input(model, X):
 
 
 def patch_gradients(model: nn.Module, X, layer=0) -> torch.Tensor:
-    """The gradients of every output of ``model`` with respect to every patch of a conv layer's input:
-    shape (n, c, P, C_in q^2), by autograd (:func:`rfm.jacobians`).
+    """The gradients of every output of ``model`` with respect to every patch of a conv layer's input, by autograd
+    (:func:`rfm.jacobians`).
 
     The layer's output is recomputed from its patches U as U W^T (plus its bias), and the network is
-    differentiated with respect to U; ``layer`` is an index into :func:`conv_layers`, a name, or the module. The
-    model must act image by image (no batch statistics: call ``model.eval()`` for batch norm)."""
+    differentiated with respect to U. The model must act image by image (no batch statistics: call
+    ``model.eval()`` for batch norm).
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+    X : tensor
+        Inputs as the model takes them.
+    layer : int, str or torch.nn.Conv2d, default 0
+        An index into :func:`conv_layers`, a name, or the module.
+
+    Returns
+    -------
+    torch.Tensor
+        (n, c, P, C_in q^2).
+    """
     conv = _conv_layer(model, layer)
     X = _as_model_input(model, X)
     q, st, pads, dil, mode = _conv_settings(conv)
@@ -207,6 +253,11 @@ def patch_agop(model: nn.Module, X, layer=0, *, batch_size: int | None = None, m
         The budget for ``batch_size=None`` (None: :func:`rfm.core.blocks.default_mem_bytes` of the model's device).
     power, normalize : as :func:`rfm.feature_update` (M = normalize(AGOP^power)).
 
+    Returns
+    -------
+    torch.Tensor
+        float64 (C_in q^2, C_in q^2).
+
     Examples
     --------
     >>> import torch
@@ -215,7 +266,7 @@ def patch_agop(model: nn.Module, X, layer=0, *, batch_size: int | None = None, m
     >>> net = torch.nn.Sequential(torch.nn.Conv2d(1, 1, 3, bias=False, dtype=torch.float64),
     ...                           torch.nn.Flatten(), torch.nn.Linear(36, 1, bias=False, dtype=torch.float64))
     >>> with torch.no_grad():
-    ...     net[0].weight.copy_(w); net[2].weight.fill_(1.0)
+    ...     _ = net[0].weight.copy_(w); _ = net[2].weight.fill_(1.0)
     >>> A = patch_agop(net, torch.randn(4, 1, 8, 8, dtype=torch.float64))
     >>> torch.allclose(A, 36 * w.reshape(-1, 1) @ w.reshape(1, -1))    # f = sum_p w.u_p: g = w at 36 patches
     True
@@ -250,8 +301,27 @@ def cnfa_table(model: nn.Module, X, *, initial: nn.Module | None = None, layers=
     the model's W^T W in Haar-random directions (:func:`rfm.nets.alignment.spectrum_matched`) against the model's
     patch-AGOP.
 
-    Returns one dict per layer: ``layer`` (1-based), ``trained``, ``init`` (with ``initial``), ``spectrum-matched``,
-    and the matrices ``G``, ``A`` (``G0``, ``A0``) in float64 on the CPU."""
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The trained network.
+    X : tensor
+        Inputs at which the patch-AGOPs are taken.
+    initial : torch.nn.Module, optional
+        The network at initialisation (same conv layers).
+    layers : sequence of int, optional
+        Indices into :func:`conv_layers` (None: all).
+    generator : int or torch.Generator, default 0
+        For the Haar-random directions of the control (one draw per layer, in order).
+    batch_size : int, optional
+        Images per backward pass of :func:`patch_agop`.
+
+    Returns
+    -------
+    list of dict
+        One per layer: ``layer`` (1-based), ``trained``, ``init`` (with ``initial``), ``spectrum-matched``, and the
+        matrices ``G``, ``A`` (``G0``, ``A0``) in float64 on the CPU.
+    """
     convs = conv_layers(model)
     if not convs:
         raise ValueError("model has no torch.nn.Conv2d layer")
@@ -334,6 +404,18 @@ class ConvNet(nn.Module):
             self.to(device)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """The outputs of the network.
+
+        Parameters
+        ----------
+        x : torch.Tensor
+            Images (n, C, H, W) or flattened rows (n, C*H*W).
+
+        Returns
+        -------
+        torch.Tensor
+            (n, d_out).
+        """
         if x.ndim == 2:
             x = x.reshape(x.shape[0], *self.shape)
         for conv in self.convs:
@@ -341,7 +423,12 @@ class ConvNet(nn.Module):
         return self.readout(x.mean((2, 3)))
 
     def initial(self) -> "ConvNet":
-        """A copy of the network with its initial weights restored."""
+        """A copy of the network with its initial weights restored.
+
+        Returns
+        -------
+        ConvNet
+        """
         net = copy.deepcopy(self)
         with torch.no_grad():
             for l, conv in enumerate(net.convs):
@@ -361,8 +448,24 @@ def conv_from_feature_matrix(M, in_channels: int, width: int, q: int = 3, *, pad
     w ~ N(0, M / tr M), so that E[W^T W] = width M / tr M: a convolution with the filter covariance a ConvRFM
     learned (the featurisation step of Deep ConvRFM; the authors' ``get_layer_from_M`` with ``-sampleM``).
 
-    ``M`` is a (C q^2, C q^2) PSD matrix or a :class:`rfm.FeatureMatrix` on C = ``in_channels`` channels of
-    q x q patches."""
+    Parameters
+    ----------
+    M : tensor or rfm.FeatureMatrix
+        A (C q^2, C q^2) PSD matrix on C = ``in_channels`` channels of q x q patches.
+    in_channels, width, q : int
+        Input channels, number of filters, filter size.
+    padding : int, pair, "valid" or "same", default "same"
+        As torch's conv2d.
+    generator : int or torch.Generator, default 0
+        For the draws.
+    dtype : {"float32", "float64"}, default "float32"
+    device : optional
+
+    Returns
+    -------
+    torch.nn.Conv2d
+        Frozen (no gradient), bias-free.
+    """
     check_number("in_channels", in_channels, low=1, integer=True)
     check_number("width", width, low=1, integer=True)
     check_number("q", q, low=1, integer=True)
