@@ -33,7 +33,7 @@ import torch
 from .kernels import GaussianKernel, Kernel, LaplaceKernel
 
 #: Tile sizes and warps; the GPU script (scripts/gpu/run_all.py) times a few and records the one it used.
-CONFIG = {"BM": 128, "BN": 64, "BD": 32, "num_warps": 8, "num_stages": 2}
+CONFIG = {"BM": 128, "BN": 64, "BD": 128, "num_warps": 8, "num_stages": 2}
 
 #: tl.dot input precision for the distance products on a GPU: "ieee" (float32 FMA), "tf32x3" (three TF32 products,
 #: float32 accuracy) or "tf32". The Triton interpreter ignores it (numpy float32). Chosen by measured accuracy on an
@@ -168,7 +168,7 @@ def pair_ids(pairs, m: int, n: int, device):
     return z_ids.to(torch.int32), x_ids.to(torch.int32)
 
 
-def _launch(kernel, Zt, Xt, V, what, ids, precision, config):
+def _launch(kernel, Zt, Xt, V, what, ids, precision, config, out=None):
     fn, s1, s2 = _fn_and_scales(kernel, what)
     cfg = dict(CONFIG, **(config or {}))
     m, d = Zt.shape
@@ -180,7 +180,8 @@ def _launch(kernel, Zt, Xt, V, what, ids, precision, config):
     zz = Z.square().sum(1)
     xx = X.square().sum(1)
     z_ids, x_ids = ids if ids is not None else (zz, xx)  # unused pointers when there are no ids
-    out = torch.empty(m, c, dtype=torch.float64, device=Zt.device)
+    if out is None:
+        out = torch.empty(m, c, dtype=torch.float64, device=Zt.device)
     if m == 0 or c == 0:
         return out
     if n == 0:

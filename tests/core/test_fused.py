@@ -31,7 +31,7 @@ def _points(n, d, seed, dtype=torch.float32, dup=(5, 3)):
 
 
 @pytest.mark.parametrize("kernel", KERNELS)
-@pytest.mark.parametrize("d", [7, 50])  # one chunk of the feature dimension, and a loop over chunks (BD = 32)
+@pytest.mark.parametrize("d", [7, 150])  # one chunk of the feature dimension, and a loop over chunks (BD = 128)
 def test_values_product_equals_float64_brute_force(interpret, kernel, d):
     X = _points(157, d, seed=d)
     Z = torch.cat([X[:20], _points(13, d, seed=99, dup=None)])  # evaluation points: some are centres, some not
