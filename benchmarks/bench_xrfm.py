@@ -323,6 +323,9 @@ def machine_info(device):
             "load_avg_at_start": os.getloadavg()}
     if str(device).startswith("cuda"):
         info["gpu"] = torch.cuda.get_device_name(0)
+    if os.environ.get("RFM_COMMIT"):  # a copy of the tree without its .git (the GPU scripts pass it)
+        info["commit"], info["rfm_dirty"] = os.environ["RFM_COMMIT"], False
+        return info
     try:
         info["commit"] = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                                         cwd=ROOT, check=True).stdout.strip()
@@ -518,6 +521,10 @@ def main(argv=None):
             if args.profile and "profile" in rs[-1]:
                 agg["profile"] = rs[-1]["profile"]
             results.append(agg)
+        if args.out:  # the sizes done so far, in case a later size outruns the caller's time cap
+            Path(f"{args.out}.json").parent.mkdir(parents=True, exist_ok=True)
+            Path(f"{args.out}.json").write_text(json.dumps({"machine": dict(info, partial=True), "settings": settings,
+                                                             "results": results}, indent=1) + "\n")
     info["load_avg_at_end"] = os.getloadavg()
 
     text = render(info, settings, results)

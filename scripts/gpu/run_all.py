@@ -55,6 +55,9 @@ def main():
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    commit = ROOT / "COMMIT"  # a copy of the tree without .git carries its commit in this file
+    if commit.exists() and not os.environ.get("RFM_COMMIT"):
+        os.environ["RFM_COMMIT"] = commit.read_text().strip()
     log = open(out / "log.txt", "a")
     t0 = time.perf_counter()
 
