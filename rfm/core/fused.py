@@ -32,8 +32,9 @@ import torch
 
 from .kernels import GaussianKernel, Kernel, LaplaceKernel
 
-#: Tile sizes and warps; the GPU script (scripts/gpu/run_all.py) times a few and records the one it used.
-CONFIG = {"BM": 128, "BN": 64, "BD": 128, "num_warps": 8, "num_stages": 2}
+#: Tile sizes and warps: the fastest of five timed on an H200 at n = 1e5, d = 100 (results/gpu/2026-11-27-h200/kv.json;
+#: BM = 128 with BD = 128 needs more shared memory than the chip has). d <= BD runs in one chunk.
+CONFIG = {"BM": 64, "BN": 64, "BD": 128, "num_warps": 4, "num_stages": 2}
 
 #: tl.dot input precision for the distance products on a GPU: "ieee" (float32 FMA), "tf32x3" (three TF32 products,
 #: float32 accuracy) or "tf32". The Triton interpreter ignores it (numpy float32). Chosen by measured accuracy on an

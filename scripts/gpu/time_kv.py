@@ -22,6 +22,9 @@ ap.add_argument("out")
 ap.add_argument("--sizes", type=int, nargs="+", default=[100_000, 300_000, 1_000_000])
 ap.add_argument("--blocked-max", type=int, default=300_000)
 ap.add_argument("--budget", type=float, default=150.0, help="seconds; later measurements are skipped past it")
+ap.add_argument("--precisions", nargs="+", default=["tf32x3", "tf32", "ieee"])
+ap.add_argument("--no-sweep", action="store_true", help="use rfm.core.fused.CONFIG, no tile sweep")
+ap.add_argument("--file", default="kv.json")
 args = ap.parse_args()
 T0 = time.perf_counter()
 dev = "cuda"
@@ -31,17 +34,18 @@ res = {"gpu": torch.cuda.get_device_name(0), "d": 100, "kernel": "laplace L=10",
 
 def save():
     res["seconds"] = time.perf_counter() - T0
-    json.dump(res, open(f"{args.out}/kv.json", "w"), indent=1)
+    json.dump(res, open(f"{args.out}/{args.file}", "w"), indent=1)
 
 
-def timed(fn, reps):
-    fn()
+def timed(fn, reps, warm=True):
+    if warm:
+        fn()
     torch.cuda.synchronize()
     ts = []
     for _ in range(reps):
         a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         a.record()
-        fn()
+        timed.last = fn()
         b.record()
         torch.cuda.synchronize()
         ts.append(a.elapsed_time(b) / 1e3)
@@ -51,7 +55,11 @@ def timed(fn, reps):
 CONFIGS = [dict(BM=128, BN=64, BD=128, num_warps=8, num_stages=2), dict(BM=128, BN=64, BD=32, num_warps=8, num_stages=2),
            dict(BM=64, BN=64, BD=128, num_warps=4, num_stages=2), dict(BM=128, BN=128, BD=128, num_warps=8, num_stages=2),
            dict(BM=256, BN=64, BD=128, num_warps=8, num_stages=2)]
-best = None
+best = dict(fused.CONFIG) if args.no_sweep else None
+if best is not None:
+    res["config"] = best
+    fused.kernel_product(k, torch.randn(1000, 100, device=dev), torch.randn(1000, 100, device=dev),
+                         torch.randn(1000, 1, device=dev))  # compile before timing
 for N in args.sizes:
     g = torch.Generator(device="cpu").manual_seed(N)
     X = torch.randn(N, 100, generator=g).to(dev)
@@ -76,13 +84,13 @@ for N in args.sizes:
         best = min(ok, key=lambda s: s["s"])["config"]
         res["config"] = best
         save()
-    for prec in ("tf32x3", "tf32", "ieee"):
+    for prec in args.precisions:
         if time.perf_counter() - T0 > args.budget:
             break
-        reps = 3 if N < 1_000_000 or prec == "tf32x3" else 1
+        reps = 3 if N < 1_000_000 else 1
         fn = lambda: fused.kernel_product(k, X, X, v, ids=ids, config=best, precision=prec)  # noqa: E731
-        med, ts = timed(fn, reps)
-        o = fn()
+        med, ts = timed(fn, reps, warm=N < 1_000_000)
+        o = timed.last
         rel = float((o[:1000].double() - ref).norm() / ref.norm())
         res["rows"].append({"n": N, "path": "fused", "precision": prec, "s": med, "times": ts, "relerr_1000_rows": rel,
                             "entries_per_s": N * N / med})
