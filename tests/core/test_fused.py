@@ -151,6 +151,10 @@ def test_auto_solver_plans_by_size_and_memory_and_records_its_choice():
     assert big["solver"] == "cg" and big["auto"] in ("cg/blocks", "cg/fused") and "does not fit" in big["reason"]
     assert AutoSolver(beyond_memory="eigenpro3").plan(200_000, 1e-3, "cpu", 4, k, available=gib)["solver"] == \
         "eigenpro3"
+    gpu_big = auto.plan(1_000_000, 1e-3, "cuda", 4, k, available=140 * gib)  # measured: EigenPro 3 past memory
+    assert gpu_big["solver"] == "eigenpro3" and gpu_big["auto"] == "eigenpro3"
+    assert auto.plan(100_000, 1e-3, "cuda", 4, k, available=140 * gib)["auto"] == "cg/stored"
+    assert auto.plan(8_000, 1e-3, "cuda", 4, k, available=140 * gib)["auto"] == "cholesky"
     X = _points(120, 4, seed=15)
     m = rfm.RFMRegressor(iters=1, bandwidth=3.0, reg=1e-3, solver=AutoSolver(crossover=50)).fit(X, X[:, 0])
     assert m.history_[0]["auto"] == "cg/stored" and "fits" in m.history_[0]["auto_reason"]
