@@ -419,7 +419,8 @@ def render(info, settings, results):
     md = [f"Measured {info['date']} on {info.get('gpu', info['cpu'])} ({info['cpu_count']} CPU cores, "
           f"{settings['threads']} torch threads), torch {info['torch']}, xrfm {info['xrfm']}, commit {info['commit']}"
           f"{' (rfm/ modified)' if info.get('rfm_dirty') else ''}. Load average at start/end: "
-          f"{info['load_avg_at_start'][0]:.1f} / {info['load_avg_at_end'][0]:.1f}.",
+          f"{info['load_avg_at_start'][0]:.1f} / "
+          + (f"{info['load_avg_at_end'][0]:.1f}." if "load_avg_at_end" in info else "- (a partial run)."),
           "",
           f"d = {settings['d']}, y = x1*x2, {settings['n_val']} validation and {settings['n_test']} test points; "
           f"Laplace L = {settings['bandwidth']:g}, reg = {settings['reg']:g}, {settings['iters']} iterations. "
