@@ -41,19 +41,31 @@ def script_source(src: Path, params: dict) -> str:
     start = next(i for i, ln in enumerate(lines) if ln.startswith("# %%") and "parameters" in ln)
     end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("# %%")), len(lines))
     inject = [f"{k} = {v!r}" for k, v in params.items()]
-    shim = ["import builtins as _b", "if not hasattr(_b, 'display'):",
-            "    _b.display = lambda *a, **k: print(*[getattr(x, 'to_string', lambda: x)() for x in a])"]
+    shim = ["import sys as _sys, types as _types",
+            "try:",
+            "    import IPython.display  # noqa: F401",
+            "except ImportError:  # no Jupyter on the machine: display() prints",
+            "    _ip, _ipd = _types.ModuleType('IPython'), _types.ModuleType('IPython.display')",
+            "    _ipd.display = lambda *a, **k: print(*[getattr(x, 'to_string', lambda: x)() for x in a])",
+            "    _ipd.Markdown = _ipd.HTML = lambda x: x",
+            "    _ip.display, _ip.get_ipython = _ipd, lambda: None",
+            "    _sys.modules['IPython'], _sys.modules['IPython.display'] = _ip, _ipd",
+            "from IPython.display import display  # noqa: E402"]
     return "\n".join(shim + lines[:end] + ["# injected by scripts/gpu/gpu_queue.py"] + inject + lines[end:]) + "\n"
 
 
-def run_chapter(chapter: str, seconds: float, workdir: Path) -> dict:
+def run_chapter(chapter: str, seconds: float, workdir: Path, profile: str = "full", device: str = "cuda",
+                plain: bool = False) -> dict:
     src = ROOT / "notebooks" / f"{chapter}.py"
-    out = workdir / f"{chapter}-full"
+    out = workdir / f"{chapter}-{profile}"
     out.mkdir(parents=True, exist_ok=True)
-    params = {"profile": "full", "device": "cuda", "output_dir": str(out), **PARAMS.get(chapter, {})}
+    params = {"profile": profile, "device": device, "output_dir": str(out),
+              **(PARAMS.get(chapter, {}) if profile == "full" else {})}
     env = dict(os.environ, RFM_BOOK_CHECKS="record", RFM_BOOK_OUTPUT=str(out), MPLBACKEND="Agg",
                PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
     try:
+        if plain:
+            raise ImportError
         import jupytext  # noqa: F401
         import papermill  # noqa: F401
         cmd = [sys.executable, str(ROOT / "scripts" / "rerun.py"), str(src), "--out", str(out)]
@@ -76,7 +88,7 @@ def run_chapter(chapter: str, seconds: float, workdir: Path) -> dict:
         rec["exit"] = "timeout"
         tail = ((e.stdout or b"").decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or ""))[-3000:]
     rec["seconds"] = round(time.perf_counter() - t0, 1)
-    found = out / f"{chapter}_full.json"
+    found = out / f"{chapter}_{profile}.json"
     if rec["exit"] == 0 and found.exists():
         full = json.loads(found.read_text())
         full["seconds"] = rec["seconds"]
@@ -106,6 +118,9 @@ def main(argv=None) -> int:
     ap.add_argument("--only", nargs="+", help="these chapters instead of the pending ones")
     ap.add_argument("--unpack", type=Path, help="write the records of a queue.json into results/ and stop")
     ap.add_argument("--list", action="store_true", help="print the pending chapters and stop")
+    ap.add_argument("--profile", default="full", help="the chapters' profile (smoke: a CPU test of the queue)")
+    ap.add_argument("--device", default="cuda")
+    ap.add_argument("--plain", action="store_true", help="run as plain scripts even where papermill is installed")
     args = ap.parse_args(argv)
     if args.unpack:
         unpack(args.unpack)
@@ -124,7 +139,8 @@ def main(argv=None) -> int:
         if left < args.min_seconds:
             break
         print(f"queue: {chapter} ({left:.0f} s left)", flush=True)
-        rec = run_chapter(chapter, left, Path(os.environ.get("TMPDIR", "/tmp")) / "gpu-queue-work")
+        rec = run_chapter(chapter, left, Path(os.environ.get("TMPDIR", "/tmp")) / "gpu-queue-work", args.profile,
+                          args.device, args.plain)
         runs.append(rec)
         print(f"queue: {chapter} {rec['status']} in {rec['seconds']} s", flush=True)
         path.write_text(json.dumps({"pending_before": todo, "runs": runs}, indent=1) + "\n")
