@@ -327,7 +327,8 @@ rfm.book.glue("mse_final_loose", f"{mse['CG, tol 1e-1'][-1]:.4f}");
 REPO = rfm.book.ROOT   # the repository root (a clone or an editable install)
 BENCH = REPO / "benchmarks" / "results"
 LABELS = {"rfm": "rfm (solver=auto)", "rfm-chol": "rfm (cholesky)", "rfm-cg": "rfm (cg)",
-          "xrfm": "xrfm leaf (LU solve)", "xrfm-chol": "xrfm leaf (cholesky)", "xrfm-tree": "xrfm tree"}
+          "xrfm": "xrfm leaf (LU solve)", "xrfm-chol": "xrfm leaf (cholesky)", "xrfm-tree": "xrfm tree",
+          "rfm-ep3": "rfm (eigenpro3)", "rfm-cg-fused": "rfm (cg, fused on the fly)"}
 
 
 def load_benchmarks(folder):
@@ -620,10 +621,13 @@ if gpu_points or cpu_runs:
             xs = sorted(pts)
             ax.plot(xs, [pts[x] for x in xs], marker="o", linestyle="--" if label.startswith("xrfm") else "-",
                     label=label)
-        where = (cpu_runs[-1][1]["machine"].get("cpu", "?") if title == "CPU" and cpu_runs else
-                 gpu_bench[-1][1]["machine"].get("gpu", "?") if gpu_bench else "-")
+        src = cpu_runs if title == "CPU" else gpu_bench
+        where = (src[-1][1]["machine"].get("cpu" if title == "CPU" else "gpu", "?") if src else "-")
+        when = ", ".join(sorted({d["machine"].get("date", "?")[:10] for _, d in src}))
+        commits = ", ".join(sorted({d["machine"].get("commit", "?") for _, d in src}))
         ax.set(xscale="log", yscale="log", xlabel="training points n", ylabel="fit time (s)",
-               title=f"{title}: {where[:40]}")
+               title=f"{title}: {where[:32]}; {when}; commits {commits}")
+        ax.title.set_fontsize(9)
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=7)
     fig.tight_layout()

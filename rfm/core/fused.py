@@ -36,10 +36,15 @@ from .kernels import GaussianKernel, Kernel, LaplaceKernel
 #: BM = 128 with BD = 128 needs more shared memory than the chip has). d <= BD runs in one chunk.
 CONFIG = {"BM": 64, "BN": 64, "BD": 128, "num_warps": 4, "num_stages": 2}
 
-#: tl.dot input precision for the distance products on a GPU: "ieee" (float32 FMA), "tf32x3" (three TF32 products,
-#: float32 accuracy) or "tf32". The Triton interpreter ignores it (numpy float32). Chosen by measured accuracy on an
-#: H200 (scripts/gpu/run_all.py, results/gpu/).
+#: Precision of the two products on a GPU: "ieee" (float32 FMA), "tf32x3" (three TF32 products, float32
+#: accuracy), "tf32", or "tf32+fp32" (distances in TF32, the product with V in float32 FMAs, for at most 4 columns of
+#: V; more columns: a tf32x3 product). Measured on an H200 (results/gpu/2026-11-27-h200), one K·v at n = 10^6,
+#: d = 100: tf32x3 18.9 s, rel. error 1.9e-7; tf32 3.8 s, rel. error 5.7e-4 (4.8e-3 at 3·10^5), too coarse for CG's
+#: 1e-3, hence the default. "tf32+fp32" is not measured on a GPU yet: emulated on a CPU (TF32 rounding of the
+#: inputs, n = 6,000), TF32 distances alone give a relative error of 2.7e-5 and a TF32 product with V 5.6e-4, so
+#: most of TF32's error is the second product. The Triton interpreter ignores the precision (numpy float32).
 PRECISION = "tf32x3"
+PRECISIONS = ("ieee", "tf32x3", "tf32", "tf32+fp32")
 
 _FN = {"laplace1/values": 0, "laplace1/weights": 1, "exp2/values": 2, "exp2/weights": 3}
 
@@ -95,9 +100,16 @@ def _kernel(interpret: bool):
     import triton
     import triton.language as tl
 
+    global _add  # the reduction's combine function, made here so that it is interpreted when the kernel is
+
+    @triton.jit
+    def _add(a, b):
+        return a + b
+
     @triton.jit
     def fused_kv(Z, X, V, OUT, ZZ, XX, ZID, XID, m, n, d, c, s1, s2,
                  FN: tl.constexpr, USE_IDS: tl.constexpr, ONE_CHUNK: tl.constexpr, PREC: tl.constexpr,
+                 VPREC: tl.constexpr, VFMA: tl.constexpr,
                  BM: tl.constexpr, BN: tl.constexpr, BD: tl.constexpr, BC: tl.constexpr):
         pid_m = tl.program_id(0)
         pid_c = tl.program_id(1)
@@ -145,7 +157,10 @@ def _kernel(interpret: bool):
                     k = tl.where(same, 0.0, k)
             k = tl.where(nmask[None, :], k, 0.0)
             v = tl.load(V + rn[:, None] * c + rc[None, :], mask=nmask[:, None] & cmask[None, :], other=0.0)
-            acc += tl.dot(k, v, input_precision=PREC).to(tl.float64)
+            if VFMA:  # a few columns: float32 products and sums on the FMA units (BC = 1, 2 or 4)
+                acc += tl.reduce(k[:, :, None] * v[None, :, :], 1, _add).to(tl.float64)
+            else:
+                acc += tl.dot(k, v, input_precision=VPREC).to(tl.float64)
         tl.store(OUT + rm[:, None] * c + rc[None, :], acc, mask=mmask[:, None] & cmask[None, :])
 
     return fused_kv
@@ -193,12 +208,20 @@ def _launch(kernel, Zt, Xt, V, what, ids, precision, config, out=None):
     one = d <= BD
     if one:  # one chunk of the feature dimension, padded to a power of two (at least 16 for tl.dot)
         BD = max(16, 1 << (d - 1).bit_length())
-    BC = 16 if c <= 16 else (32 if c <= 32 else 64)
     prec = "ieee" if work == torch.float64 else (precision or PRECISION)
+    if prec not in PRECISIONS:
+        raise ValueError(f"precision must be one of {PRECISIONS}, got {prec!r}")
+    vfma = prec == "tf32+fp32" and c <= 4
+    if vfma:
+        BC = 1 if c == 1 else (2 if c == 2 else 4)
+        prec, vprec = "tf32", "ieee"
+    else:
+        BC = 16 if c <= 16 else (32 if c <= 32 else 64)
+        prec, vprec = ("tf32", "tf32x3") if prec == "tf32+fp32" else (prec, prec)
     grid = (-(-m // BM), -(-c // BC))
     extra = {} if interp else {"num_warps": cfg["num_warps"], "num_stages": cfg["num_stages"]}
     _kernel(interp)[grid](Z, X, Vw, out, zz, xx, z_ids, x_ids, m, n, d, c, s1, s2,
-                          FN=fn, USE_IDS=ids is not None, ONE_CHUNK=one, PREC=prec,
+                          FN=fn, USE_IDS=ids is not None, ONE_CHUNK=one, PREC=prec, VPREC=vprec, VFMA=vfma,
                           BM=BM, BN=BN, BD=BD, BC=BC, **extra)
     return out
 
@@ -220,8 +243,8 @@ def kernel_product(kernel: Kernel, Zt: torch.Tensor, Xt: torch.Tensor, V: torch.
     what : {"values", "weights"}
     out_dtype : torch.dtype, optional
         Dtype of the result (default V's); the tiles' partial sums are float64 whatever it is.
-    precision : {"ieee", "tf32x3", "tf32"}, optional
-        tl.dot precision for float32 on a GPU (default :data:`PRECISION`).
+    precision : {"ieee", "tf32x3", "tf32", "tf32+fp32"}, optional
+        precision of the products for float32 on a GPU (default :data:`PRECISION`; see :data:`PRECISIONS`).
     config : dict, optional
         Tile sizes overriding :data:`CONFIG`.
     """

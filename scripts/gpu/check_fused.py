@@ -34,8 +34,8 @@ rows = []
 t0 = time.perf_counter()
 for kname, kernel in [("laplace", rfm.LaplaceKernel(10.0)), ("gaussian", rfm.GaussianKernel(5.0)),
                       ("laplace q=2", rfm.LaplaceKernel(10.0, exponent=2.0))]:
-    for d in ((20, 40) if SMOKE else (20, 100, 300)):
-        for seed in (0, 1):
+    for d in ((20, 40) if SMOKE else (100, 300)):
+        for seed in (0,):
             g = torch.Generator(device="cpu").manual_seed(1000 * d + seed)
             X = torch.randn(NB, d, generator=g)
             X[7] = X[3]
@@ -52,7 +52,7 @@ for kname, kernel in [("laplace", rfm.LaplaceKernel(10.0)), ("gaussian", rfm.Gau
                     from rfm.core.coincident import block_pairs
                     W = gradient_weights(kernel, Zc.double(), Xc.double(), pairs=block_pairs(pc, slice(0, 2 * NZ)))
                     ref = W @ Vc.double()
-                for prec in ("ieee", "tf32x3", "tf32"):
+                for prec in ("tf32x3", "tf32+fp32", "tf32"):
                     ids = fused.pair_ids(pc, Zc.shape[0], Xc.shape[0], dev)
                     o = fused._launch(kernel, Zc, Xc, Vc, what, ids, prec, None)  # poisoned below
                     poison = torch.full_like(o, float("nan"))
@@ -96,10 +96,14 @@ res["operator"] = {"fused_vs_stored_f64": float((op.matmul(v).double() - ref).no
                    "blocked_vs_stored_f64": float((bl.matmul(v).double() - ref).norm() / ref.norm()),
                    "fused_accurate_vs_stored_f64": float((op.matmul_accurate(v.double()) - ref).norm() / ref.norm())}
 sol = {}
+from rfm.core.cg import NystromPreconditioner, rpcholesky  # noqa: E402
+
+F, _ = rpcholesky(st, min(500, n // 4), generator=0)
+precond = NystromPreconditioner(F, 1e-3)  # the solvers always precondition: plain CG stalls on this system
 for name, o in (("stored", st), ("fused", op)):
     torch.cuda.synchronize()
     t = time.perf_counter()
-    a, info = pcg(o, y, 1e-3, tol=1e-3, maxiter=300)
+    a, info = pcg(o, y, 1e-3, precond=precond, tol=1e-3, maxiter=300)
     torch.cuda.synchronize()
     sol[name] = a.double()
     res[f"pcg_{name}"] = {"iters": info.iterations, "relres": info.relres, "s": time.perf_counter() - t}

@@ -6,10 +6,10 @@ writing its own file, so that one failure or time-out loses nothing else. Sized 
 
 Steps (cap in seconds, in this order):
 
-* ``check`` (60): the fused kernel against float64 torch on fresh random inputs, poisoned outputs, coincident
+* ``check`` (90): the fused kernel against float64 torch on fresh random inputs, poisoned outputs, coincident
   pairs, the fused operator against the stored K, PCG on both (check_fused.py -> check.json);
-* ``kv`` (110): one K·v at n = 1e5, 3e5, 1e6, fused (tile sweep; tf32x3, tf32, ieee) and blocked (time_kv.py ->
-  kv.json);
+* ``kv`` (130): one K·v at n = 1e5, 3e5, 1e6, fused (tile sweep; tf32x3, tf32+fp32, tf32, and ieee at 1e5) and
+  blocked (time_kv.py -> kv.json);
 * ``big`` (230): n = 1e6, d = 100, five feature updates with EigenPro 3 (20,000 centres), timed per solve with the
   test MSE of each iterate (big_fit.py -> big.json);
 * ``bench`` (150): benchmarks/bench_xrfm.py --device cuda at n = 8k, 32k, 1e5: ours (auto, cholesky, eigenpro3)
@@ -18,7 +18,11 @@ Steps (cap in seconds, in this order):
 * ``alternatives`` (45): kermac and KeOps K·v at n = 1e5 when their wheels travel (alternatives.py -> kv.json);
 * ``queue`` (the rest): the paper-scale queue (gpu_queue.py -> queue.json).
 
-Everything printed goes to OUT/log.txt too; a short table of the results is printed last.
+Everything printed goes to OUT/log.txt too; a short table of the results is printed last. The steps together take
+more than one call: the first GPU session (results/gpu/2026-11-27-h200) ran check, kv, big and bench. What it left
+for the next one, in one call of about 9 minutes:
+
+    python scripts/gpu/run_all.py --out $OUT --total 520 --steps check kv cg300k bench alternatives
 """
 from __future__ import annotations
 
@@ -34,8 +38,8 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 PY = sys.executable
 STEPS = {
-    "check": (60, lambda o: [PY, HERE / "check_fused.py", o]),
-    "kv": (110, lambda o: [PY, HERE / "time_kv.py", o, "--budget", "95"]),
+    "check": (90, lambda o: [PY, HERE / "check_fused.py", o]),
+    "kv": (130, lambda o: [PY, HERE / "time_kv.py", o, "--budget", "110"]),
     "big": (230, lambda o: [PY, HERE / "big_fit.py", o, "1000000", "ep3", "--iters", "5"]),
     "bench": (150, lambda o: [PY, ROOT / "benchmarks" / "bench_xrfm.py", "--device", "cuda", "--sizes", "8000", "32000",
                               "100000", "--models", "rfm", "rfm-chol", "rfm-ep3", "xrfm", "xrfm-chol", "xrfm-tree",

@@ -158,3 +158,20 @@ def test_auto_solver_plans_by_size_and_memory_and_records_its_choice():
     X = _points(120, 4, seed=15)
     m = rfm.RFMRegressor(iters=1, bandwidth=3.0, reg=1e-3, solver=AutoSolver(crossover=50)).fit(X, X[:, 0])
     assert m.history_[0]["auto"] == "cg/stored" and "fits" in m.history_[0]["auto_reason"]
+
+
+@pytest.mark.parametrize("c", [1, 2, 3, 5])
+def test_every_precision_mode_computes_the_same_product_in_the_interpreter(interpret, c):
+    """The modes differ only on a GPU's matrix units; here each code path (a tl.dot with V, or float32 FMAs for at
+    most 4 columns of V) must give the float64 product to float32 round-off."""
+    kernel = rfm.LaplaceKernel(4.0)
+    X = _points(90, 12, seed=20 + c)
+    V = torch.randn(90, c, generator=torch.Generator().manual_seed(c))
+    pairs = find_pairs(X)
+    ref = kernel_matrix(kernel, X.double(), transformed=True, pairs=pairs) @ V.double()
+    for prec in fused.PRECISIONS:
+        out = fused.kernel_product(kernel, X, X, V, pairs=pairs, precision=prec, out_dtype=torch.float64)
+        assert out.shape == (90, c)
+        assert float((out - ref).norm() / ref.norm()) < 1e-6, prec
+    with pytest.raises(ValueError, match="precision"):
+        fused.kernel_product(kernel, X, X, V, precision="bf16")
