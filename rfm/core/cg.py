@@ -68,7 +68,7 @@ class KernelOperator:
     store_bytes : int, optional
         Memory allowed for a stored K (default: half the available memory of the device).
     fused : bool or None, default None
-        Products on the fly by the fused Triton kernel (:mod:`rfm.core.fused`: no block of K in memory) instead of
+        Products on the fly by the fused Triton kernel (``rfm.core.fused``: no block of K in memory) instead of
         blocks of :func:`rfm.core.kernels.kernel_blocks`. None uses it when K is not stored and the fused path is
         available (triton installed, a CUDA device or the Triton interpreter, a Laplace or Gaussian kernel);
         True requires it (an error when unavailable); False never uses it.
@@ -427,9 +427,9 @@ class CGSolver:
 #: in 0.12 s either way and at n = 32,000 CG (0.99 s) beats Cholesky (2.73 s); 20,000 lies between.
 AUTO_CROSSOVER = {"cpu": 3000, "cuda": 20000}
 
-#: What ``solver="auto"`` does once K no longer fits in memory: "cg" (preconditioned CG with products on the fly:
-#: the fused Triton kernel where it is available, else blocks) or "eigenpro3" (:class:`rfm.core.eigenpro.
-#: EigenPro3Solver`, centres), per (device type, fused kernel available). CUDA, measured on one H200 (results/gpu/
+#: The solver ``solver="auto"`` uses once K no longer fits in memory, per (device type, fused kernel available),
+#: "cg" (preconditioned CG with products on the fly, by the fused Triton kernel where it is available, else in
+#: blocks) or "eigenpro3" (:class:`rfm.core.eigenpro.EigenPro3Solver`, on centres). CUDA, measured on one H200 (results/gpu/
 #: 2026-11-27-h200, commits ca5b71d and 68e16d8): one on-the-fly K·v at n = 10^6, d = 100 takes 18.9 s with the
 #: fused kernel at float32 accuracy (tf32x3; 21.0 s blocked, ../shared/measurements/h200-2026-11-27), so a CG solve
 #: of ~50 products takes ~16 min, while EigenPro 3 fits n = 10^6 with five feature updates in 189 s (test MSE

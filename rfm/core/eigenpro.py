@@ -405,7 +405,7 @@ class EigenPro2Solver:
         return f"EigenPro2Solver(epochs={self.epochs!r}, tol={self.tol!r}, s={self.s!r}, q={self.q!r})"
 
 
-#: EigenPro 3's default number of centres: every training point up to this many, then this many. Measured (CPU,
+#: The default number of centres of EigenPro 3 is every training point up to this many, then this many. Measured (CPU,
 #: the benchmark task n = 2,000, d = 100, L = 10, 3 updates, 10 epochs, 2026-11-27): test MSE 0.969 with 10 % of the
 #: points as centres (the old default: no learning), 0.384 with 50 %, 0.178 with all of them (EigenPro 2's 0.178;
 #: the exact solve 0.155). On an H200, 20,000 centres fitted n = 10^6 with one update to test MSE 4.7e-4
