@@ -98,3 +98,17 @@ bench: setup
 
 clean:
 	rm -rf _build
+
+# On a machine with an NVIDIA GPU (see scripts/gpu/run_all.py): every GPU measurement of the Scale chapter in one
+# command of at most 9 minutes (TOTAL seconds), into out/gpu/; then copy out/gpu/ to results/gpu/<date>/ with a
+# README (machine, date, commit, command) and commit it. gpu-queue runs the next pending paper-scale full profiles
+# (scripts/gpu/gpu_queue.py; BUDGET seconds) into out/gpu-queue/queue.json; `--unpack` writes them to results/.
+.PHONY: gpu-bench gpu-queue
+GPU_PY = $(if $(wildcard $(PY)),$(PY),$(PYTHON))
+TOTAL ?= 520
+BUDGET ?= 480
+gpu-bench:
+	$(GPU_PY) scripts/gpu/run_all.py --out out/gpu --total $(TOTAL)
+
+gpu-queue:
+	$(GPU_PY) scripts/gpu/gpu_queue.py out/gpu-queue --budget $(BUDGET)

@@ -17,6 +17,11 @@ AGOP, M update, validation prediction), by wrapping the functions each model cal
     python benchmarks/bench_xrfm.py                 # the full table: n = 2000, 4000, 8000; d = 100
     python benchmarks/bench_xrfm.py --quick         # a smoke run on tiny sizes (written to *.tmp files)
     python benchmarks/bench_xrfm.py --profile       # also the phase breakdown
+    python benchmarks/bench_xrfm.py --device cuda   # GPU: n = 8k, 32k, 1e5, 3e5, 1e6, ours against xRFM leaf and tree
+
+A model that fails (an exception, a crash, or its ``--worker-timeout``) is a row of the table with its status and
+error, and the run goes on: at n = 32,000 in float32 on a GPU xRFM's leaf solve fails ("not positive-definite",
+"singular"; ../shared/measurements/h200-2026-11-27), and that is a result.
 """
 from __future__ import annotations
 
@@ -40,12 +45,16 @@ MODELS = {
     "rfm": "rfm (solver=auto)",
     "rfm-chol": "rfm (cholesky)",
     "rfm-cg": "rfm (cg)",
+    "rfm-cg-fused": "rfm (cg, fused on the fly)",
+    "rfm-ep3": "rfm (eigenpro3)",
     "xrfm": "xrfm leaf (solve)",
     "xrfm-chol": "xrfm leaf (cholesky)",
     "xrfm-tree": "xrfm tree (xRFM)",
 }
 EXACT = ("rfm-chol", "xrfm", "xrfm-chol")  # factor an n x n matrix: skipped above --exact-max
 DEFAULT_MODELS = ["rfm", "rfm-chol", "rfm-cg", "xrfm", "xrfm-chol"]
+CUDA_MODELS = ["rfm", "rfm-chol", "rfm-ep3", "xrfm", "xrfm-chol", "xrfm-tree"]
+CUDA_SIZES = [8000, 32000, 100_000, 300_000, 1_000_000]
 PHASES = ("kernel build", "solve", "AGOP", "M update", "val predict", "row ids", "other")
 
 
@@ -68,7 +77,14 @@ def make_fit(model, cfg, device):
     if model.startswith("rfm"):
         from rfm import RFMRegressor
 
-        solver = {"rfm": "auto", "rfm-chol": "cholesky", "rfm-cg": "cg"}[model]
+        if model == "rfm-cg-fused":
+            from rfm.core.cg import CGSolver
+            solver = CGSolver(store=False, fused=True)
+        elif model == "rfm-ep3":
+            from rfm.core.eigenpro import EigenPro3Solver
+            solver = EigenPro3Solver(epochs=cfg.get("ep3_epochs", 3))
+        else:
+            solver = {"rfm": "auto", "rfm-chol": "cholesky", "rfm-cg": "cg"}[model]
 
         def fit(X, y, Xv, yv):
             return RFMRegressor(kernel="laplace", bandwidth=cfg["bandwidth"], exponent=1.0, reg=cfg["reg"],
@@ -200,6 +216,8 @@ def worker(args):
 
     torch.set_num_threads(args.threads)
     device = torch.device(args.device)
+    if args.tf32:
+        torch.backends.cuda.matmul.allow_tf32 = True
     cfg = {"bandwidth": args.bandwidth, "reg": args.reg, "iters": args.iters, "agop_points": args.agop_points,
            "leaf_size": args.leaf_size}
     (X, y), (Xv, yv), (Xt, yt) = make_data(args.n, args.n_val, args.n_test, args.d, args.seed, device)
@@ -227,11 +245,13 @@ def worker(args):
     pred = torch.as_tensor(predict(args.model, est, Xt)).to(yt)
     mse = float((pred - yt).square().mean())
     r2 = 1.0 - mse / float((yt - yt.mean()).square().mean())
-    out = {"model": args.model, "n": args.n, "time_s": wall, "cpu_s": cpu, "test_mse": mse, "test_r2": r2,
+    out = {"model": args.model, "n": args.n, "status": "ok", "time_s": wall, "cpu_s": cpu, "test_mse": mse, "test_r2": r2,
            "best_iter": best_iter(args.model, est, args.iters), "peak_mem_mb": peak, "peak_mem_kind": kind}
     if args.model.startswith("rfm"):
         out["solvers"] = [r["solver"] for r in est.history_]
         out["cg_iters"] = [r.get("cg_iters") for r in est.history_]
+        out["auto"] = [r.get("auto") for r in est.history_]
+        out["K_fused"] = [r.get("K_fused") for r in est.history_]
 
     if args.profile:
         timer = PhaseTimer(device)
@@ -261,25 +281,51 @@ def run_worker(args, model, n, profile):
         cmd.append("--profile")
     if args.no_warmup:
         cmd.append("--no-warmup")
+    if args.tf32:
+        cmd.append("--tf32")
     env = dict(os.environ, OMP_NUM_THREADS=str(args.threads), MKL_NUM_THREADS=str(args.threads),
                PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT)
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT, timeout=args.worker_timeout)
+    except subprocess.TimeoutExpired:
+        return failed_row(model, n, "timeout", f"no result within {args.worker_timeout:g} s")
     for line in proc.stdout.splitlines():
         if line.startswith("RESULT "):
             return json.loads(line[len("RESULT "):])
-    raise RuntimeError(f"worker {model} n={n} failed (exit {proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+    return failed_row(model, n, "failed", error_line(proc.stderr) or f"exit code {proc.returncode}")
+
+
+def error_line(stderr: str) -> str:
+    """The exception's last line from a worker's stderr (``RuntimeError: ...``), shortened for a table cell."""
+    import re
+    lines = [ln.strip() for ln in stderr.strip().splitlines() if ln.strip()]
+    for ln in reversed(lines):
+        if re.match(r"^[\w.]*(Error|Exception|Interrupt|Warning)\b:?", ln):
+            return ln[:300]
+    return lines[-1][:300] if lines else ""
+
+
+def failed_row(model, n, status, error):
+    """A table row for a model that gave no result: its status ("failed" or "timeout") and error."""
+    return {"model": model, "n": n, "status": status, "error": error}
 
 
 def machine_info(device):
     import torch
-    import xrfm
+    try:
+        import xrfm
+    except ImportError:  # the rfm rows still run; the xRFM rows fail with the ImportError
+        xrfm = None
     info = {"date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
             "host": platform.node(), "platform": platform.platform(), "python": platform.python_version(),
-            "torch": torch.__version__, "xrfm": getattr(xrfm, "__version__", "0.4.5"),
+            "torch": torch.__version__, "xrfm": getattr(xrfm, "__version__", "0.4.5") if xrfm else "not installed",
             "cpu": _cpu_name(), "cpu_count": os.cpu_count(), "device": str(device),
             "load_avg_at_start": os.getloadavg()}
     if str(device).startswith("cuda"):
         info["gpu"] = torch.cuda.get_device_name(0)
+    if os.environ.get("RFM_COMMIT"):  # a copy of the tree without its .git (the GPU scripts pass it)
+        info["commit"], info["rfm_dirty"] = os.environ["RFM_COMMIT"], False
+        return info
     try:
         info["commit"] = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                                         cwd=ROOT, check=True).stdout.strip()
@@ -307,12 +353,17 @@ def table(results, models, sizes):
             "best iter", "peak MB", "fit s / rfm (auto)"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for n in sizes:
-        ours = by[("rfm", n)]["best_s"] if ("rfm", n) in by else None
+        ours = by[("rfm", n)].get("best_s") if ("rfm", n) in by else None
         for m in models:
             if (m, n) not in by:
                 continue
             r = by[(m, n)]
-            ratio = "" if m == "rfm" or ours is None else f"{r['best_s'] / ours:.2f}x"
+            if r.get("status", "ok") != "ok":
+                err = str(r.get("error", "")).replace("|", "/")
+                lines.append("| " + " | ".join([str(n), MODELS[m], f"**{r['status']}**: {err[:160]}"] + [""] * 7)
+                             + " |")
+                continue
+            ratio = "" if m == "rfm" or not ours else f"{r['best_s'] / ours:.2f}x"
             lines.append("| " + " | ".join([
                 str(n), MODELS[m], _solves(r), f"{r['best_s']:.2f} ({r['median_s']:.2f})", f"{r['best_cpu_s']:.1f}",
                 f"{r['test_mse']:.4f}", f"{r['test_r2']:.3f}", str(r["best_iter"]), f"{r['peak_mem_mb']:.0f}",
@@ -336,7 +387,7 @@ def plot(results, models, path, title):
     import matplotlib.pyplot as plt
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     for m in models:
-        pts = sorted((r["n"], r["best_s"]) for r in results if r["model"] == m)
+        pts = sorted((r["n"], r["best_s"]) for r in results if r["model"] == m and r.get("status", "ok") == "ok")
         if pts:
             ax.plot(*zip(*pts), marker="o", label=MODELS[m])
     ax.set(xscale="log", yscale="log", xlabel="training points n", ylabel="fit time (s)", title=title)
@@ -368,31 +419,39 @@ def render(info, settings, results):
     md = [f"Measured {info['date']} on {info.get('gpu', info['cpu'])} ({info['cpu_count']} CPU cores, "
           f"{settings['threads']} torch threads), torch {info['torch']}, xrfm {info['xrfm']}, commit {info['commit']}"
           f"{' (rfm/ modified)' if info.get('rfm_dirty') else ''}. Load average at start/end: "
-          f"{info['load_avg_at_start'][0]:.1f} / {info['load_avg_at_end'][0]:.1f}.",
+          f"{info['load_avg_at_start'][0]:.1f} / "
+          + (f"{info['load_avg_at_end'][0]:.1f}." if "load_avg_at_end" in info else "- (a partial run)."),
           "",
           f"d = {settings['d']}, y = x1*x2, {settings['n_val']} validation and {settings['n_test']} test points; "
           f"Laplace L = {settings['bandwidth']:g}, reg = {settings['reg']:g}, {settings['iters']} iterations. "
           f"fit s = wall-clock fit time, best of {settings['repeats']} interleaved runs (median in brackets); cpu s = "
-          "process CPU time of the fastest run; peak MB = " + results[0]["peak_mem_kind"] + ".",
+          "process CPU time of the fastest run; peak MB = " + next((r["peak_mem_kind"] for r in results
+                                                                   if "peak_mem_kind" in r), "-") + ".",
           "",
           table(results, models, sizes)]
-    if "profile" in results[0]:
+    if any("profile" in r for r in results):
         md += ["", "Phase breakdown of one fit (wall seconds, exclusive):", "", profile_table(results, models, sizes)]
     return "\n".join(md) + "\n"
 
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--sizes", type=int, nargs="+", default=[2000, 4000, 8000], help="training set sizes n")
+    p.add_argument("--sizes", type=int, nargs="+", default=None,
+                   help=f"training set sizes n (default 2000 4000 8000; with --device cuda {CUDA_SIZES})")
     p.add_argument("--d", type=int, default=100)
     p.add_argument("--n-val", type=int, default=1000, help="validation points (both models get the same)")
     p.add_argument("--n-test", type=int, default=2000)
     p.add_argument("--repeats", type=int, default=3, help="timed fits per (model, n); best and median reported")
     p.add_argument("--threads", type=int, default=2, help="torch.set_num_threads in every worker")
     p.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
-    p.add_argument("--models", nargs="+", default=DEFAULT_MODELS, choices=list(MODELS))
-    p.add_argument("--exact-max", type=int, default=16_000,
-                   help=f"largest n for the exact solves {EXACT} (they factor an n x n matrix: O(n^3))")
+    p.add_argument("--models", nargs="+", default=None, choices=list(MODELS),
+                   help=f"default {DEFAULT_MODELS}; with --device cuda {CUDA_MODELS}")
+    p.add_argument("--exact-max", type=int, default=None,
+                   help=f"largest n for the exact solves {EXACT} (they factor an n x n matrix: O(n^3)); default "
+                        "16,000 on a CPU, 40,000 on a GPU")
+    p.add_argument("--tree-max", type=int, default=1_000_000, help="largest n for xRFM's tree")
+    p.add_argument("--worker-timeout", type=float, default=None, help="seconds per fit; past it the row is 'timeout'")
+    p.add_argument("--tf32", action="store_true", help="torch.backends.cuda.matmul.allow_tf32 = True in the workers")
     p.add_argument("--leaf-size", type=int, default=60_000, help="xRFM tree: max_leaf_size")
     p.add_argument("--no-warmup", action="store_true", help="skip the warm-up fit (large n)")
     p.add_argument("--seed", type=int, default=0)
@@ -410,6 +469,13 @@ def main(argv=None):
     if args.device is None:
         import torch
         args.device = "cuda" if torch.cuda.is_available() else "cpu"
+    cuda = str(args.device).startswith("cuda")
+    if args.sizes is None:
+        args.sizes = CUDA_SIZES if cuda else [2000, 4000, 8000]
+    if args.models is None:
+        args.models = CUDA_MODELS if cuda else DEFAULT_MODELS
+    if args.exact_max is None:
+        args.exact_max = 40_000 if cuda else 16_000
     if args.model is not None:
         return worker(args)
     if args.quick:
@@ -418,32 +484,48 @@ def main(argv=None):
     info = machine_info(args.device)
     settings = {k: getattr(args, k) for k in ("sizes", "d", "n_val", "n_test", "repeats", "threads", "seed",
                                               "bandwidth", "reg", "iters", "agop_points", "models", "exact_max",
-                                              "leaf_size")}
+                                              "leaf_size", "tree_max", "tf32")}
     print(f"# {info['date']}  {info['cpu']} ({info['cpu_count']} cpus), device {args.device}, torch {info['torch']}"
           f", commit {info['commit']}, load {info['load_avg_at_start']}", flush=True)
     results = []
     for n in args.sizes:
         runs = defaultdict(list)
-        models = [m for m in args.models if m not in EXACT or n <= args.exact_max]
+        models = [m for m in args.models if (m not in EXACT or n <= args.exact_max)
+                  and (m != "xrfm-tree" or n <= args.tree_max)]
         for rnd in range(args.repeats):
             k = rnd % len(models)
             for m in models[k:] + models[:k]:
                 r = run_worker(args, m, n, profile=args.profile and rnd == args.repeats - 1)
+                runs[m].append(r)
+                if r["status"] != "ok":
+                    print(f"  n={n:6d} round {rnd}  {MODELS[m]:22s} {r['status'].upper()}: {r['error']}", flush=True)
+                    continue
                 print(f"  n={n:6d} round {rnd}  {MODELS[m]:22s} {r['time_s']:7.2f}s (cpu {r['cpu_s']:6.1f}s)  "
                       f"test MSE {r['test_mse']:.4f}  R^2 {r['test_r2']:.3f}  best iter {r['best_iter']}  "
                       f"peak {r['peak_mem_mb']:.0f} MB", flush=True)
-                runs[m].append(r)
         for m in models:
-            rs, times = runs[m], [r["time_s"] for r in runs[m]]
-            agg = {key: rs[-1][key] for key in ("model", "n", "test_mse", "test_r2", "best_iter", "peak_mem_kind",
-                                                  "solvers", "cg_iters") if key in rs[-1]}
+            rs = [r for r in runs[m] if r["status"] == "ok"]
+            if not rs:  # every round failed: one row with the last status and error
+                results.append(dict(runs[m][-1], failures=len(runs[m])))
+                continue
+            times = [r["time_s"] for r in rs]
+            agg = {key: rs[-1][key] for key in ("model", "n", "status", "test_mse", "test_r2", "best_iter",
+                                                  "peak_mem_kind", "solvers", "cg_iters", "auto", "K_fused")
+                   if key in rs[-1]}
+            if len(rs) < len(runs[m]):
+                agg["failures"] = len(runs[m]) - len(rs)
+                agg["error"] = next(r["error"] for r in runs[m] if r["status"] != "ok")
             agg.update(times_s=times, cpu_s=[r["cpu_s"] for r in rs], best_s=min(times),
                        median_s=statistics.median(times), best_cpu_s=min(r["cpu_s"] for r in rs),
                        peak_mem_mb=max(r["peak_mem_mb"] for r in rs),
                        test_mse_spread=max(r["test_mse"] for r in rs) - min(r["test_mse"] for r in rs))
-            if args.profile:
+            if args.profile and "profile" in rs[-1]:
                 agg["profile"] = rs[-1]["profile"]
             results.append(agg)
+        if args.out:  # the sizes done so far, in case a later size outruns the caller's time cap
+            Path(f"{args.out}.json").parent.mkdir(parents=True, exist_ok=True)
+            Path(f"{args.out}.json").write_text(json.dumps({"machine": dict(info, partial=True), "settings": settings,
+                                                             "results": results}, indent=1) + "\n")
     info["load_avg_at_end"] = os.getloadavg()
 
     text = render(info, settings, results)

@@ -67,10 +67,15 @@ class KernelOperator:
         ``store_bytes``.
     store_bytes : int, optional
         Memory allowed for a stored K (default: half the available memory of the device).
+    fused : bool or None, default None
+        Products on the fly by the fused Triton kernel (``rfm.core.fused``: no block of K in memory) instead of
+        blocks of :func:`rfm.core.kernels.kernel_blocks`. None uses it when K is not stored and the fused path is
+        available (triton installed, a CUDA device or the Triton interpreter, a Laplace or Gaussian kernel);
+        True requires it (an error when unavailable); False never uses it.
     """
 
     def __init__(self, kernel: Kernel, Xt: torch.Tensor, *, pairs=None, mem_bytes=None, store=None,
-                 store_bytes=None):
+                 store_bytes=None, fused=None):
         if not isinstance(kernel, Kernel):
             raise TypeError(f"kernel must be an rfm.Kernel instance (use rfm.get_kernel(name)), got {kernel!r}")
         if not isinstance(Xt, torch.Tensor) or Xt.ndim != 2 or not Xt.is_floating_point():
@@ -83,12 +88,22 @@ class KernelOperator:
         if pairs is None and kernel.radial:
             diag = torch.arange(n, device=Xt.device)
             self.pairs = (diag, diag)
+        if store is None and fused:
+            store = False
         if store is None:
             if store_bytes is None:
                 store_bytes = available_memory(Xt.device) // 2
             store = n * n * Xt.element_size() <= store_bytes
         self.K = kernel_matrix(kernel, Xt, transformed=True, pairs=self.pairs, mem_bytes=mem_bytes) if store else None
         self.n_matmuls = 0
+        from . import fused as _fused
+        can = _fused.available(kernel, Xt.device, Xt.dtype)
+        if fused and not can:
+            raise RuntimeError(f"fused=True, but the fused kernel product is not available for {kernel!r} on "
+                               f"{Xt.device} ({Xt.dtype}): it needs triton (the 'gpu' extra) and a CUDA device, "
+                               "or TRITON_INTERPRET=1 on a CPU")
+        self.fused = bool(can and not store and fused is not False)
+        self._ids = (_fused.pair_ids(self.pairs, n, n, Xt.device) if self.fused and kernel.radial else None)
 
     @property
     def shape(self):
@@ -110,6 +125,8 @@ class KernelOperator:
         """K @ V computed in ``dtype``: from the stored K (converted block by block when its dtype differs) or from
         kernel blocks made on the fly."""
         self.n_matmuls += 1
+        if self.fused:
+            return self._fused_product(V, dtype)
         V = V.to(dtype)
         n = self.Xt.shape[0]
         if self.K is not None and self.K.dtype == dtype:
@@ -125,6 +142,22 @@ class KernelOperator:
         for sl, block in blocks:
             torch.mm(block.to(dtype), V, out=out[sl])
         return out
+
+    def _fused_product(self, V, dtype):
+        """K @ V by the fused kernel; with float64 asked of float32 points, V is split into two float32 parts
+        (V = hi + lo, exact to ~2^-48) multiplied in one launch, so that the product is K's float32 entries times
+        V with float64 accumulation, as the blocked path gives."""
+        from . import fused as _fused
+        c = V.shape[1]
+        if dtype == torch.float64 and self.Xt.dtype == torch.float32:
+            V64 = V.to(torch.float64)
+            hi = V64.to(torch.float32)
+            lo = (V64 - hi.to(torch.float64)).to(torch.float32)
+            out = _fused.kernel_product(self.kernel, self.Xt, self.Xt, torch.cat([hi, lo], 1), ids=self._ids,
+                                        out_dtype=torch.float64)
+            return out[:, :c] + out[:, c:]
+        return _fused.kernel_product(self.kernel, self.Xt, self.Xt, V.to(self.Xt.dtype), ids=self._ids,
+                                     out_dtype=dtype)
 
     def columns(self, idx: torch.Tensor) -> torch.Tensor:
         """K[:, idx], shape (n, len(idx))."""
@@ -345,10 +378,12 @@ class CGSolver:
         Pivots drawn per RPCholesky round.
     seed : int, default 0
         Seed of the pivot draws.
+    fused : bool or None, default None
+        Products of an unstored K by the fused Triton kernel (see :class:`KernelOperator`; None: when available).
     """
 
-    def __init__(self, tol=1e-3, rank=None, maxiter=500, store=None, block=100, seed=0):
-        self.tol, self.rank, self.maxiter, self.store = tol, rank, maxiter, store
+    def __init__(self, tol=1e-3, rank=None, maxiter=500, store=None, block=100, seed=0, fused=None):
+        self.tol, self.rank, self.maxiter, self.store, self.fused = tol, rank, maxiter, store, fused
         self.block, self.seed = block, seed
         check_number("tol", tol, low=0, low_inclusive=False)
         if rank is not None:
@@ -361,7 +396,7 @@ class CGSolver:
         if not reg > 0:
             raise ValueError("solver='cg' needs reg > 0 (with reg = 0 the system may be singular); use "
                              "solver='cholesky' for interpolation")
-        op = KernelOperator(kernel, Xt, pairs=pairs, mem_bytes=mem_bytes, store=self.store)
+        op = KernelOperator(kernel, Xt, pairs=pairs, mem_bytes=mem_bytes, store=self.store, fused=self.fused)
         rank = default_rank(n) if self.rank is None else min(int(self.rank), n)
         precond = None
         if rank > 0:
@@ -370,7 +405,8 @@ class CGSolver:
         alpha, info = pcg(op, Y, reg, precond=precond, tol=self.tol, maxiter=self.maxiter)
         self.last_info = info
         record = {"cg_iters": info.iterations, "cg_relres": info.relres,
-                  "precond_rank": 0 if precond is None else precond.rank, "K_stored": op.stored}
+                  "precond_rank": 0 if precond is None else precond.rank, "K_stored": op.stored,
+                  "K_fused": op.fused}
         if not info.converged:
             what = (f"CG did not reach the relative residual {self.tol:g} in {info.iterations} iterations (reached "
                     f"{info.relres:.3g}; n={n}, reg={reg:g}, preconditioner rank {rank})")
@@ -392,14 +428,30 @@ class CGSolver:
 #: Training-set sizes above which ``solver="auto"`` uses CG instead of Cholesky. CPU: measured on the project's
 #: 2-core machine (the benchmark task, best of 3 fits, 2026-11-23): CG / Cholesky fit time 0.97, 1.06, 0.75, 0.98 at
 #: n = 1000, 1500, 2000, 3000 (no consistent gain, so the exact solve stays), and CG faster from n = 4000 on
-#: (benchmarks/README.md). CUDA: an estimate from the flop rates in shared/research/solvers_at_scale.md, not
-#: measured (no GPU was lent to the session that set it).
+#: (benchmarks/README.md). CUDA: on one H200 (../shared/measurements/h200-2026-11-27, commit 274fc58) n = 8,000 fits
+#: in 0.12 s either way and at n = 32,000 CG (0.99 s) beats Cholesky (2.73 s); 20,000 lies between.
 AUTO_CROSSOVER = {"cpu": 3000, "cuda": 20000}
+
+#: The solver ``solver="auto"`` uses once K no longer fits in memory, per (device type, fused kernel available),
+#: "cg" (preconditioned CG with products on the fly, by the fused Triton kernel where it is available, else in
+#: blocks) or "eigenpro3" (:class:`rfm.core.eigenpro.EigenPro3Solver`, on centres). CUDA, measured on one H200 (results/gpu/
+#: 2026-11-27-h200, commits ca5b71d and 68e16d8): one on-the-fly K·v at n = 10^6, d = 100 takes 18.9 s with the
+#: fused kernel at float32 accuracy (tf32x3; 21.0 s blocked, ../shared/measurements/h200-2026-11-27), so a CG solve
+#: of ~50 products takes ~16 min, while EigenPro 3 fits n = 10^6 with five feature updates in 189 s (test MSE
+#: 4.6e-4). Hence EigenPro 3 on CUDA, fused or not. CPU: no EigenPro 3 measurement at scale; CG stays.
+AUTO_BEYOND_MEMORY = {("cpu", False): "cg", ("cpu", True): "cg", ("cuda", True): "eigenpro3",
+                      ("cuda", False): "eigenpro3"}
 
 
 class AutoSolver:
-    """Cholesky for small problems, preconditioned CG above a crossover size (``AUTO_CROSSOVER``), and CG
-    whenever K + reg I would not fit in memory for a factorisation. ``solver="auto"`` in the estimators.
+    """The solver picked by size and memory (``solver="auto"`` in the estimators), the choice recorded:
+
+    1. Cholesky while n is at most the crossover (``AUTO_CROSSOVER``) and K + reg I fits twice in memory;
+    2. preconditioned CG on a stored K while K fits in half the available memory;
+    3. beyond that, :data:`AUTO_BEYOND_MEMORY`: CG with products on the fly (fused where available) or EigenPro 3.
+
+    Each solve's record (``history_``) holds ``auto`` (the choice: "cholesky", "cg/stored", "cg/fused",
+    "cg/blocks" or "eigenpro3") and ``auto_reason``.
 
     Parameters
     ----------
@@ -407,26 +459,56 @@ class AutoSolver:
         The size above which CG is used (None: ``AUTO_CROSSOVER`` for the device).
     tol : float, default 1e-3
         CG's relative residual (see :class:`CGSolver`).
+    beyond_memory : {"cg", "eigenpro3"} or None, default None
+        Override :data:`AUTO_BEYOND_MEMORY`.
     """
 
-    def __init__(self, crossover=None, tol=1e-3):
+    def __init__(self, crossover=None, tol=1e-3, beyond_memory=None):
         if crossover is not None:
             check_number("crossover", crossover, low=0, integer=True)
-        self.crossover, self.tol = crossover, tol
+        if beyond_memory not in (None, "cg", "eigenpro3"):
+            raise ValueError(f"beyond_memory must be None, 'cg' or 'eigenpro3', got {beyond_memory!r}")
+        self.crossover, self.tol, self.beyond_memory = crossover, tol, beyond_memory
+        self.last_plan = None
 
-    def choose(self, n: int, reg: float, device, itemsize: int = 4) -> str:
-        """"cholesky" or "cg" for a problem of n points."""
+    def plan(self, n: int, reg: float, device, itemsize: int = 4, kernel=None, available=None) -> dict:
+        """The choice for a problem of n points: ``{"solver", "auto", "reason"}``; ``available`` overrides the
+        free memory in bytes (tests)."""
+        from . import fused as _fused
         if not reg > 0:
-            return "cholesky"  # CG needs reg > 0; interpolation is an exact solve
+            return {"solver": "cholesky", "auto": "cholesky", "reason": "reg = 0: interpolation needs the exact solve"}
         dev = torch.device(device).type
         limit = AUTO_CROSSOVER.get(dev, AUTO_CROSSOVER["cpu"]) if self.crossover is None else self.crossover
-        fits = 2 * n * n * itemsize <= available_memory(device)
-        return "cholesky" if n <= limit and fits else "cg"
+        free = available_memory(device) if available is None else int(available)
+        gb = n * n * itemsize / 2**30
+        if n <= limit and 2 * n * n * itemsize <= free:
+            return {"solver": "cholesky", "auto": "cholesky", "reason": f"n = {n} <= {limit} ({dev})"}
+        if n * n * itemsize <= free // 2:
+            return {"solver": "cg", "auto": "cg/stored", "reason": f"K ({gb:.1f} GiB) fits in half of "
+                    f"{free / 2**30:.1f} GiB free"}
+        fused_ok = kernel is not None and _fused.available(kernel, device)
+        which = self.beyond_memory or AUTO_BEYOND_MEMORY.get((dev, fused_ok), "cg")
+        why = f"K ({gb:.1f} GiB) does not fit in half of {free / 2**30:.1f} GiB free"
+        if which == "eigenpro3":
+            return {"solver": "eigenpro3", "auto": "eigenpro3", "reason": why}
+        return {"solver": "cg", "auto": "cg/fused" if fused_ok else "cg/blocks", "reason": why}
+
+    def choose(self, n: int, reg: float, device, itemsize: int = 4, kernel=None) -> str:
+        """"cholesky", "cg" or "eigenpro3" for a problem of n points."""
+        return self.plan(n, reg, device, itemsize, kernel)["solver"]
 
     def solve(self, kernel, Xt, Y, reg, *, pairs=None, mem_bytes=None) -> SolveResult:
-        which = self.choose(Xt.shape[0], reg, Xt.device, Xt.element_size())
-        solver = DirectSolver("cholesky") if which == "cholesky" else CGSolver(tol=self.tol)
-        return solver.solve(kernel, Xt, Y, reg, pairs=pairs, mem_bytes=mem_bytes)
+        plan = self.plan(Xt.shape[0], reg, Xt.device, Xt.element_size(), kernel)
+        self.last_plan = plan
+        if plan["solver"] == "cholesky":
+            solver = DirectSolver("cholesky")
+        elif plan["solver"] == "eigenpro3":
+            from .eigenpro import EigenPro3Solver
+            solver = EigenPro3Solver()
+        else:
+            solver = CGSolver(tol=self.tol, store=plan["auto"] == "cg/stored")
+        res = solver.solve(kernel, Xt, Y, reg, pairs=pairs, mem_bytes=mem_bytes)
+        return res._replace(info={**(res.info or {}), "auto": plan["auto"], "auto_reason": plan["reason"]})
 
     def __repr__(self):
-        return f"AutoSolver(crossover={self.crossover!r}, tol={self.tol!r})"
+        return f"AutoSolver(crossover={self.crossover!r}, tol={self.tol!r}, beyond_memory={self.beyond_memory!r})"

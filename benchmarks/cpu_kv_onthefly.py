@@ -1,0 +1,20 @@
+"""One on-the-fly product K v on the CPU (blocked torch path, Laplace L = 10, d = 100, float32) at n = 20,000 and
+40,000, best of 2 after a warm-up, to extrapolate the cost of RFM at n = 10^5 on this machine (issue 40). Prints JSON;
+the committed run is benchmarks/results/cpu_kv_onthefly_2026-11-27.json."""
+import json, time, torch, platform, os
+torch.set_num_threads(2)
+import rfm
+from rfm.core.cg import KernelOperator
+k = rfm.LaplaceKernel(10.0)
+res = []
+for N in (20000, 40000):
+    g = torch.Generator().manual_seed(N)
+    X = torch.randn(N, 100, generator=g); v = torch.randn(N, 1, generator=g)
+    op = KernelOperator(k, X, store=False, fused=False)
+    op.matmul(v[:, :])
+    ts = []
+    for _ in range(2):
+        t = time.perf_counter(); op.matmul(v); ts.append(time.perf_counter() - t)
+    res.append({"n": N, "s": min(ts), "times": ts, "entries_per_s": N * N / min(ts)})
+    print(res[-1], flush=True)
+print(json.dumps({"cpu": platform.processor(), "threads": 2, "load": os.getloadavg(), "rows": res}))
