@@ -521,7 +521,7 @@ print({k: v for k, v in glued.items()})
 #   (tiles of distances by a matrix product, the kernel function and the product with $v$ in registers, no
 #   $n \times n$ block in memory) against the blocked torch path, at the precisions of the matrix units;
 # * $n = 10^6$, $d = 100$ with five feature updates: EigenPro 3 on 20,000 centres (`solver="eigenpro3"`), the
-#   solver that `solver="auto"` picks on a GPU once $K$ does not fit (`rfm.core.cg.AUTO_BEYOND_MEMORY`).
+#   solver that `solver="auto"` picks on a GPU once $K$ does not fit (`rfm.core.auto.AUTO_BEYOND_MEMORY`).
 
 # %%
 GPU = REPO / "results" / "gpu"

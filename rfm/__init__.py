@@ -31,7 +31,8 @@ from .core.kernels import (GaussianKernel, Kernel, LaplaceKernel, PolynomialKern
                            kernel_matrix)
 from .core.ntk import NTKKernel
 from .core.machine import KernelMachine, kernel_agop, kernel_gradients
-from .core.cg import AutoSolver, CGSolver
+from .core.auto import AutoSolver
+from .core.cg import CGSolver
 from .core.solvers import DirectSolver, get_solver, solve_krr
 from .models.estimators import RFMClassifier, RFMRegressor
 from .metrics import accuracy, matrix_correlation, mse, r2_score, subspace_overlap, top_eigenspace_overlap

@@ -48,7 +48,7 @@ from ..utils import make_generator
 from .agop import sample_points
 from .cg import KernelOperator
 from .kernels import Kernel, kernel_matrix
-from .solvers import SolveResult, solve_krr
+from .direct import SolveResult, solve_krr
 
 
 class NystromEigensystem(NamedTuple):

@@ -50,6 +50,13 @@ _FN = {"laplace1/values": 0, "laplace1/weights": 1, "exp2/values": 2, "exp2/weig
 
 
 def triton_importable() -> bool:
+    """Whether triton (the optional ``gpu`` extra) can be imported here.
+
+    Returns
+    -------
+    bool
+        True when ``import triton`` and ``import triton.language`` succeed.
+    """
     try:
         import triton  # noqa: F401
         import triton.language  # noqa: F401

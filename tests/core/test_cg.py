@@ -5,7 +5,8 @@ import pytest
 import torch
 
 import rfm
-from rfm.core.cg import AutoSolver, CGSolver, KernelOperator, NystromPreconditioner, pcg, rpcholesky
+from rfm.core.auto import AutoSolver
+from rfm.core.cg import CGSolver, KernelOperator, NystromPreconditioner, pcg, rpcholesky
 from rfm.core.coincident import find_pairs
 
 

@@ -79,7 +79,11 @@ def test_eigenpro3_with_centres_equal_to_data_equals_eigenpro2():
     a2, i2 = eigenpro2(op, y, 0.0, s=120, epochs=3, generator=5)
     a3, i3 = eigenpro3(kernel, X, y, X, s=120, epochs=3, generator=5, jitter=0.0)
     assert i2.setup.bs == i3.setup.bs and i2.setup.q == i3.setup.q
-    assert float((a3 - a2).norm() / a2.norm()) < 1e-8
+    # Equal in exact arithmetic. Measured 1.003e-8 (relative) with torch 2.13.0+cpu on the project's 2-core machine,
+    # identical at the pre-0.2 commit 274fc58, where the first bound (1e-8) had been set on another build: more than
+    # cond(K) * eps (~3.5e-13 here) alone explains; the source is not isolated (2026-11-27). 1e-7 still separates
+    # "the same iteration" from a different one (other q, batch or step: differences of 1e-2 and more).
+    assert float((a3 - a2).norm() / a2.norm()) < 1e-7
 
 
 def test_eigenpro3_projected_gradient_converges_to_the_centres_least_squares_model():

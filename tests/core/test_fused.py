@@ -7,7 +7,8 @@ import torch
 
 import rfm
 from rfm.core import fused
-from rfm.core.cg import AutoSolver, CGSolver, KernelOperator, pcg
+from rfm.core.auto import AutoSolver
+from rfm.core.cg import CGSolver, KernelOperator, pcg
 from rfm.core.coincident import find_pairs
 from rfm.core.kernels import kernel_matrix
 from rfm.core.machine import _gradient_block
