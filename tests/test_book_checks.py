@@ -201,10 +201,15 @@ def test_calibrate_script_runs_each_seed_and_writes_the_table(tmp_path):
 
 
 def test_full_run_script_commits_the_record_and_figures(tmp_path):
+    # the executed notebook goes under tmp_path too: the test leaves nothing in the checkout (no out/tiny_chapter-full)
     cmd = [sys.executable, str(ROOT / "scripts" / "full_run.py"), str(FIXTURE), "-p", "n", "400",
-           "--results", str(tmp_path)]
+           "--results", str(tmp_path / "results"), "--out", str(tmp_path / "out")]
+    existed = (ROOT / "out" / "tiny_chapter-full").exists()
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert (tmp_path / "out" / "tiny_chapter.ipynb").exists()
+    assert existed or not (ROOT / "out" / "tiny_chapter-full").exists()
+    tmp_path = tmp_path / "results"
     record = json.loads((tmp_path / "tiny_chapter" / "full.json").read_text())
     assert record["profile"] == "full" and record["params"]["n"] == 400 and record["seconds"] > 0
     assert set(record["checks"]) == {"mass_gain", "r2_finite"}
