@@ -169,6 +169,55 @@ def test_installed_package_downloads_committed_results(monkeypatch, tmp_path):
     book._DOWNLOADED.clear()
 
 
+def test_offline_the_table_says_the_committed_files_could_not_be_downloaded(monkeypatch, tmp_path, capsys):
+    """An installed package without network: the Checks table says where it tried, not "No calibration is
+    committed" (which is what it said, although the calibration is committed)."""
+    import rfm.book as book
+
+    monkeypatch.setattr(book, "ROOT", tmp_path / "lib")
+    monkeypatch.setattr(book, "RESULTS", tmp_path / "lib" / "results")
+    monkeypatch.setenv("RFM_BOOK_RESULTS_URL", "http://127.0.0.1:9/results")  # nothing listens: refused at once
+    monkeypatch.delenv("RFM_BOOK_RESULTS", raising=False)
+    monkeypatch.delenv("RFM_BOOK_CHECKS", raising=False)
+    book._DOWNLOADED.clear()
+    book._FAILED.clear()
+    try:
+        checks = Checks("demo", P)
+        checks.claim("gain", 0.45, at_least=0.2)
+        checks.report()
+        shown = capsys.readouterr().out
+        assert "No calibration is committed" not in shown and "No full-profile run is committed" not in shown
+        assert ("The calibration (`results/calibration/demo.json`) could not be downloaded from "
+                "http://127.0.0.1:9/results/calibration/demo.json (") in shown
+        assert "could not be downloaded from http://127.0.0.1:9/results/demo/full.json" in shown
+        assert "RFM_BOOK_RESULTS" in shown
+        glued = {}
+        monkeypatch.setattr(book, "glue", lambda name, value, fmt=None: glued.__setitem__(name, value))
+        assert book.glue_full_run("demo") is None
+        assert glued["full_where"] == book.NO_FULL_RUN_DOWNLOAD
+    finally:
+        book._DOWNLOADED.clear()
+        book._FAILED.clear()
+
+
+def test_a_file_absent_from_the_repository_is_not_committed_not_a_failed_download(monkeypatch, tmp_path):
+    import rfm.book as book
+
+    (tmp_path / "site" / "results").mkdir(parents=True)
+    monkeypatch.setattr(book, "ROOT", tmp_path / "lib")
+    monkeypatch.setattr(book, "RESULTS", tmp_path / "lib" / "results")
+    monkeypatch.setenv("RFM_BOOK_RESULTS_URL", (tmp_path / "site" / "results").as_uri())
+    monkeypatch.delenv("RFM_BOOK_RESULTS", raising=False)
+    book._DOWNLOADED.clear()
+    book._FAILED.clear()
+    try:
+        assert book.load_calibration("demo") is None and book.download_failure("calibration/demo.json") is None
+        assert book.missing_committed("calibration/demo.json", "calibration") == \
+            "No calibration is committed (`results/calibration/demo.json`)."
+    finally:
+        book._DOWNLOADED.clear()
+
+
 def test_glue_formats_and_returns_the_value():
     assert rfm.book.glue("demo_value", 0.123456, "{:.3f}") == "0.123"
 

@@ -199,15 +199,43 @@ def _read_committed(relative: str) -> dict | None:
         import urllib.error
         import urllib.request
 
+        url = f"{_results_url()}/{relative}"
         try:
-            with urllib.request.urlopen(f"{_results_url()}/{relative}", timeout=10) as resp:
+            with urllib.request.urlopen(url, timeout=10) as resp:
                 _DOWNLOADED[key] = json.loads(resp.read().decode())
-        except (urllib.error.URLError, OSError, ValueError):
+        except urllib.error.HTTPError as exc:  # the server answered: 404 means the file is not committed
             _DOWNLOADED[key] = None
+            if exc.code != 404:
+                _FAILED[relative] = (url, f"HTTP {exc.code} {exc.reason}")
+        except urllib.error.URLError as exc:
+            _DOWNLOADED[key] = None
+            if not isinstance(exc.reason, FileNotFoundError):  # a file:// URL of an absent file: not committed
+                _FAILED[relative] = (url, str(exc.reason))
+        except (OSError, ValueError) as exc:
+            _DOWNLOADED[key] = None
+            _FAILED[relative] = (url, f"{type(exc).__name__}: {exc}")
     return _DOWNLOADED[key]
 
 
 _DOWNLOADED: dict = {}
+_FAILED: dict = {}  # relative path under results/ -> (url, reason) of a download that did not get an answer
+
+
+def download_failure(relative: str) -> tuple[str, str] | None:
+    """(url, reason) when the committed file ``results/<relative>`` was looked for in the book's repository (an
+    installed package without a checkout) and the download failed (offline, a proxy, a timeout); else None."""
+    return _FAILED.get(relative)
+
+
+def missing_committed(relative: str, what: str) -> str:
+    """The sentence a chapter shows for a committed file it does not have: not committed, or not downloadable."""
+    failed = download_failure(relative)
+    if failed is None:
+        return f"No {what} is committed (`results/{relative}`)."
+    url, reason = failed
+    return (f"The {what} (`results/{relative}`) could not be downloaded from {url} ({reason}), so it is not shown "
+            f"here; with a network connection it is downloaded, or set RFM_BOOK_RESULTS to the results/ folder of "
+            f"a clone of the book's repository.")
 
 
 def load_results(chapter: str, profile: str = "full") -> dict | None:
@@ -240,6 +268,7 @@ def glue(name: str, value, fmt: str | None = None):
 
 
 NO_FULL_RUN = "(no committed full run)"
+NO_FULL_RUN_DOWNLOAD = "(the committed full run could not be downloaded: offline?)"
 
 
 def glue_full_run(chapter: str, values: dict | None = None) -> dict | None:
@@ -247,12 +276,14 @@ def glue_full_run(chapter: str, values: dict | None = None) -> dict | None:
 
     Always glues ``full_where`` (device, date, commit, wall time) and ``full_failed`` (the checks that failed there,
     with value and rule, or "none"), and ``name`` for each ``name: function(record) -> text`` of ``values``. Without
-    a committed run every name is glued as "(no committed full run)" and None is returned."""
+    a committed run every name is glued as "(no committed full run)" (or, when it could not be downloaded, says so)
+    and None is returned."""
     full = load_results(chapter, "full")
     names = ["full_where", "full_failed", *(values or {})]
     if not full:
+        shown = NO_FULL_RUN_DOWNLOAD if download_failure(f"{chapter}/full.json") else NO_FULL_RUN
         for name in names:
-            glue(name, NO_FULL_RUN)
+            glue(name, shown)
         return None
     minutes = f", {full['seconds'] / 60:.0f} min" if full.get("seconds") is not None else ""
     glue("full_where", f"{full.get('device', '?')}, {str(full.get('date', '?'))[:10]}, commit "
@@ -298,5 +329,5 @@ def savefig(fig, name: str, output_dir=None):
 
 from .checks import Check, Checks, record_only  # noqa: E402  (checks reads the helpers above)
 
-__all__ = ["Check", "Checks", "ROOT", "RESULTS", "Settings", "device_name", "git_commit", "glue", "load_calibration",
-           "load_results", "output_path", "record_only", "savefig", "settings", "summary"]
+__all__ = ["Check", "Checks", "ROOT", "RESULTS", "Settings", "device_name", "download_failure", "git_commit", "glue",
+           "load_calibration", "load_results", "missing_committed", "output_path", "record_only", "savefig", "settings", "summary"]

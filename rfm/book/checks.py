@@ -226,7 +226,7 @@ class Checks:
     def report(self):
         """Show the checks table (as a Markdown table in a notebook, as text elsewhere) and the runs it reads."""
         calib = self.calibration()
-        from . import load_results  # noqa: PLC0415
+        from . import load_results, missing_committed  # noqa: PLC0415
 
         full = load_results(self.chapter, "full")
         lines = []
@@ -237,13 +237,13 @@ class Checks:
                          f"{calib['machine']}, {calib['date'][:10]}, commit {calib['commit']} "
                          f"(`results/calibration/{self.chapter}.json`).")
         else:
-            lines.append(f"No calibration is committed (`results/calibration/{self.chapter}.json`).")
+            lines.append(missing_committed(f"calibration/{self.chapter}.json", "calibration"))
         if full:
             lines.append(f"Full profile: {full['device']}, {full['date'][:10]}, commit {full['commit']}"
                          + (f", {full['seconds'] / 60:.0f} min" if full.get("seconds") else "")
                          + f" (`results/{self.chapter}/full.json`).")
         else:
-            lines.append(f"No full-profile run is committed (`results/{self.chapter}/full.json`).")
+            lines.append(missing_committed(f"{self.chapter}/full.json", "full-profile run"))
         rows = self.table()
         cols = ["check", "kind", "rule", "this_run", "passes", "seeds_min", "seeds_median", "seeds_max",
                 "worst_room", "seeds_passing", "full", "full_passes"]
