@@ -7,9 +7,10 @@
    scripts/browser_check.py). Each page waits for MathJax, which ships with the site (``_static/mathjax``, see
    book/api/_ext/rfm_mathjax.py), to typeset its formulas; a page that still shows raw TeX fails the PDF
    (``--allow-tex`` prints it anyway).
-2. Each page is printed on its own (A4, backgrounds, code wrapped, no browser header or footer): one print of the
-   whole book as a single HTML page took longer than the WebDriver connection's read timeout (120 s) on a 2-core
-   machine. ``--timeout`` (default 600 s, or RFM_PDF_TIMEOUT) is the limit for one page.
+2. Each page is printed on its own (DevTools' ``Page.printToPDF``: A4, backgrounds, code wrapped, no browser header
+   or footer): one print of the whole book as a single HTML page took longer than the WebDriver connection's read
+   timeout (120 s) on a 2-core machine. ``--timeout`` (default 600 s, or RFM_PDF_TIMEOUT) is the limit for one
+   page; a page whose renderer times out (a loaded machine) is tried again, up to three times.
 3. The pages are merged with pypdf into ``_build/html/rfm-book.pdf``, with one bookmark per page (its title).
 4. Every page of ``_build/html`` gets a "book .pdf" entry in its download menu, pointing to that file (idempotent).
 
@@ -67,19 +68,32 @@ def toc_pages(book: Path) -> list[Path]:
     return [html / f"{Path(d).with_suffix('')}.html" for d in dict.fromkeys(docs)]
 
 
-def print_page(browser, page: Path, mathjax_wait: float) -> tuple[bytes, str, list[str], dict]:
-    """One page as PDF bytes, its title, the problems with its formulas, and what was seen of them."""
-    from selenium.webdriver.common.print_page_options import PrintOptions
+# Chromium's DevTools printToPDF (what Selenium's print_page calls, without its option conversion): A4, margins
+# 1.27 cm, backgrounds, no browser header or footer. Sizes in inches.
+PRINT_PARAMS = {"paperWidth": 21.0 / 2.54, "paperHeight": 29.7 / 2.54, "marginTop": 0.5, "marginBottom": 0.5,
+                "marginLeft": 0.5, "marginRight": 0.5, "printBackground": True, "displayHeaderFooter": False,
+                "preferCSSPageSize": False}
+TRIES = 3  # a loaded machine sometimes times a renderer out ("Timed out receiving message from renderer"): retry
 
-    browser.get(page.resolve().as_uri())
-    problems, math = browser_check.check_math(browser, page, mathjax_wait)
-    title = browser.title.split(" \u2014 ")[0].strip() or page.stem
-    browser.execute_script("return " + PRINT_CSS_JS)
-    options = PrintOptions()
-    options.page_width, options.page_height = 21.0, 29.7  # A4, in cm
-    options.margin_top = options.margin_bottom = options.margin_left = options.margin_right = 1.27
-    options.background = True
-    return base64.b64decode(browser.print_page(options)), title, problems, math
+
+def print_page(browser, page: Path, mathjax_wait: float, log=print) -> tuple[bytes, str, list[str], dict]:
+    """One page as PDF bytes, its title, the problems with its formulas, and what was seen of them."""
+    from selenium.common.exceptions import TimeoutException, WebDriverException
+
+    for attempt in range(1, TRIES + 1):
+        try:
+            browser.get(page.resolve().as_uri())
+            problems, math = browser_check.check_math(browser, page, mathjax_wait)
+            title = browser.title.split(" \u2014 ")[0].strip() or page.stem
+            browser.execute_script("return " + PRINT_CSS_JS)
+            data = browser.execute_cdp_cmd("Page.printToPDF", PRINT_PARAMS)["data"]
+            return base64.b64decode(data), title, problems, math
+        except (TimeoutException, WebDriverException) as exc:
+            if attempt == TRIES:
+                raise
+            log(f"pdf: {page.name}: {str(exc).splitlines()[0]} (try {attempt} of {TRIES}); again")
+            time.sleep(2 * attempt)
+    raise AssertionError("unreachable")
 
 
 def print_book(pages: list[Path], pdf: Path, *, timeout: float = 600.0, mathjax_wait: float = 30.0,
@@ -98,7 +112,7 @@ def print_book(pages: list[Path], pdf: Path, *, timeout: float = 600.0, mathjax_
     try:
         for page in pages:
             t0 = time.perf_counter()
-            data, title, bad, math = print_page(browser, page, mathjax_wait)
+            data, title, bad, math = print_page(browser, page, mathjax_wait, log)
             problems += [f"{page.name}: {b}" for b in bad]
             typeset, formulas = typeset + math["n_typeset"], formulas + math["n_math"]
             reader = PdfReader(io.BytesIO(data))
