@@ -237,6 +237,7 @@ def test_glue_full_run_glues_the_committed_run_or_says_there_is_none(results, mo
                      "full_gain": "0.50"}
 
 
+@pytest.mark.slow  # runs the fixture chapter through papermill: not in `make unit`
 def test_calibrate_script_runs_each_seed_and_writes_the_table(tmp_path):
     out = tmp_path / "calib.json"
     cmd = [sys.executable, str(ROOT / "scripts" / "calibrate.py"), str(FIXTURE), "--seeds", "2", "--jobs", "2",
@@ -249,6 +250,7 @@ def test_calibrate_script_runs_each_seed_and_writes_the_table(tmp_path):
     assert len(calib["checks"]["mass_gain"]["values"]) == 2 and "mass_gain" in proc.stdout
 
 
+@pytest.mark.slow  # runs the fixture chapter through papermill: not in `make unit`
 def test_full_run_script_commits_the_record_and_figures(tmp_path):
     # the executed notebook goes under tmp_path too: the test leaves nothing in the checkout (no out/tiny_chapter-full)
     cmd = [sys.executable, str(ROOT / "scripts" / "full_run.py"), str(FIXTURE), "-p", "n", "400",
