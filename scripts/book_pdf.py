@@ -1,28 +1,35 @@
 """The whole book as one PDF: `make pdf` runs this after `make book`.
 
-    python scripts/book_pdf.py [--book DIR] [--out PDF] [--no-build]
+    python scripts/book_pdf.py [--book DIR] [--out PDF] [--timeout S] [--mathjax-wait S] [--allow-tex]
 
-1. ``jupyter-book build -W -n --keep-going --builder singlehtml``: every page on one HTML page, into
-   ``_build/singlehtml`` (the chapters come from the execution cache that `make book` filled; nothing is executed
-   when the cache is fresh).
-2. Headless Chromium under Selenium (as in scripts/browser_check.py) opens it, waits for MathJax to
-   typeset the formulas (MathJax is loaded from its CDN, so offline the formulas stay as TeX source), and prints it
-   to ``_build/html/rfm-book.pdf`` (A4, backgrounds, no browser header or footer).
-3. Every page of ``_build/html`` gets a "book .pdf" entry in its download menu, pointing to that file (idempotent).
+1. The pages of the built site (``_build/html``), in the order of ``_toc.yml`` (the introduction, every chapter,
+   the API reference, the appendix), are opened one by one in headless Chromium under Selenium (as in
+   scripts/browser_check.py). Each page waits for MathJax, which ships with the site (``_static/mathjax``, see
+   book/api/_ext/rfm_mathjax.py), to typeset its formulas; a page that still shows raw TeX fails the PDF
+   (``--allow-tex`` prints it anyway).
+2. Each page is printed on its own (DevTools' ``Page.printToPDF``: A4, backgrounds, code wrapped, no browser header
+   or footer): one print of the whole book as a single HTML page took longer than the WebDriver connection's read
+   timeout (120 s) on a 2-core machine. ``--timeout`` (default 600 s, or RFM_PDF_TIMEOUT) is the limit for one
+   page; a page whose renderer times out (a loaded machine) is tried again, up to three times.
+3. The pages are merged with pypdf into ``_build/html/rfm-book.pdf``, with one bookmark per page (its title).
+4. Every page of ``_build/html`` gets a "book .pdf" entry in its download menu, pointing to that file (idempotent).
+
+Needs Chromium and chromedriver (Debian: ``apt-get install chromium chromium-driver``; .ci/run installs them) and
+requirements/browser.txt (Selenium, pypdf; ``make pdf`` installs them).
 """
 from __future__ import annotations
 
 import argparse
 import base64
+import io
 import os
 import re
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import browser_check  # the Selenium-driven Chromium
+import browser_check  # the Selenium-driven Chromium, and the check of the formulas
 
 ROOT = Path(__file__).resolve().parent.parent
 PDF_NAME = "rfm-book.pdf"
@@ -36,50 +43,95 @@ PRINT_CSS_JS = r"""(() => {
   document.head.appendChild(style);
   return true;
 })()"""
-MATHJAX_READY_JS = r"""(() => {
-  if (!window.MathJax) return 'none';
-  if (!(MathJax.startup && MathJax.startup.promise)) return 'loading';
-  if (window.__rfmTypeset === undefined) {
-    window.__rfmTypeset = 'waiting';
-    MathJax.startup.promise.then(() => { window.__rfmTypeset = 'done'; }, () => { window.__rfmTypeset = 'failed'; });
-  }
-  return window.__rfmTypeset;
-})()"""
 
 
-def build_singlehtml(book: Path) -> Path:
-    jb = Path(sys.executable).parent / "jupyter-book"
-    cmd = [str(jb) if jb.exists() else "jupyter-book", "build", "-W", "-n", "--keep-going", "--builder", "singlehtml",
-           str(book)]
-    print("pdf:", " ".join(cmd), flush=True)
-    subprocess.run(cmd, check=True, cwd=book)
-    return book / "_build" / "singlehtml" / "index.html"
+def toc_pages(book: Path) -> list[Path]:
+    """The built pages of the book's _toc.yml, in reading order (root first)."""
+    import yaml
+
+    toc = yaml.safe_load((book / "_toc.yml").read_text())
+    docs: list[str] = [str(toc["root"])]
+
+    def walk(node):
+        if isinstance(node, dict):
+            if "file" in node:
+                docs.append(str(node["file"]))
+            for key in ("parts", "chapters", "sections"):
+                for child in node.get(key, []) or []:
+                    walk(child)
+        elif isinstance(node, list):
+            for child in node:
+                walk(child)
+
+    walk({k: v for k, v in toc.items() if k != "root"})
+    html = book / "_build" / "html"
+    return [html / f"{Path(d).with_suffix('')}.html" for d in dict.fromkeys(docs)]
 
 
-def print_pdf(page: Path, pdf: Path, mathjax_wait: float = 30.0) -> dict:
-    from selenium.webdriver.common.print_page_options import PrintOptions
+# Chromium's DevTools printToPDF (what Selenium's print_page calls, without its option conversion): A4, margins
+# 1.27 cm, backgrounds, no browser header or footer. Sizes in inches.
+PRINT_PARAMS = {"paperWidth": 21.0 / 2.54, "paperHeight": 29.7 / 2.54, "marginTop": 0.5, "marginBottom": 0.5,
+                "marginLeft": 0.5, "marginRight": 0.5, "printBackground": True, "displayHeaderFooter": False,
+                "preferCSSPageSize": False}
+TRIES = 3  # a loaded machine sometimes times a renderer out ("Timed out receiving message from renderer"): retry
 
-    browser = browser_check.driver(timeout=300)
+
+def print_page(browser, page: Path, mathjax_wait: float, log=print) -> tuple[bytes, str, list[str], dict]:
+    """One page as PDF bytes, its title, the problems with its formulas, and what was seen of them."""
+    from selenium.common.exceptions import TimeoutException, WebDriverException
+
+    for attempt in range(1, TRIES + 1):
+        try:
+            browser.get(page.resolve().as_uri())
+            problems, math = browser_check.check_math(browser, page, mathjax_wait)
+            title = browser.title.split(" \u2014 ")[0].strip() or page.stem
+            browser.execute_script("return " + PRINT_CSS_JS)
+            data = browser.execute_cdp_cmd("Page.printToPDF", PRINT_PARAMS)["data"]
+            return base64.b64decode(data), title, problems, math
+        except (TimeoutException, WebDriverException) as exc:
+            if attempt == TRIES:
+                raise
+            log(f"pdf: {page.name}: {str(exc).splitlines()[0]} (try {attempt} of {TRIES}); again")
+            time.sleep(2 * attempt)
+    raise AssertionError("unreachable")
+
+
+def print_book(pages: list[Path], pdf: Path, *, timeout: float = 600.0, mathjax_wait: float = 30.0,
+               allow_tex: bool = False, log=print) -> dict:
+    """Print ``pages`` one by one and merge them into ``pdf`` (one bookmark per page)."""
     try:
-        browser.get(page.resolve().as_uri())
-        state, deadline = "none", time.monotonic() + mathjax_wait
-        while time.monotonic() < deadline:
-            state = browser.execute_script("return " + MATHJAX_READY_JS)
-            if state in ("none", "done", "failed"):
-                break
-            time.sleep(0.5)
-        browser.execute_script("return " + PRINT_CSS_JS)
-        options = PrintOptions()
-        options.page_width, options.page_height = 21.0, 29.7  # A4, in cm
-        options.margin_top = options.margin_bottom = options.margin_left = options.margin_right = 1.27
-        options.background = True
-        data = browser.print_page(options)
+        from pypdf import PdfReader, PdfWriter
+    except ImportError:
+        raise SystemExit("pdf: pypdf is missing: pip install -r requirements/browser.txt (make pdf does it)") from None
+    missing = [p for p in pages if not p.is_file()]
+    if missing:
+        raise SystemExit(f"pdf: {len(missing)} page(s) not built, e.g. {missing[0]}: run `make book` first")
+    browser = browser_check.driver(timeout=timeout)
+    browser.command_executor.client_config.timeout = timeout  # the HTTP read timeout of one WebDriver command
+    writer, problems, typeset, formulas = PdfWriter(), [], 0, 0
+    try:
+        for page in pages:
+            t0 = time.perf_counter()
+            data, title, bad, math = print_page(browser, page, mathjax_wait, log)
+            problems += [f"{page.name}: {b}" for b in bad]
+            typeset, formulas = typeset + math["n_typeset"], formulas + math["n_math"]
+            reader = PdfReader(io.BytesIO(data))
+            writer.append(reader, outline_item=title)
+            log(f"pdf: {page.parent.name}/{page.name} -> {len(reader.pages)} page(s), "
+                f"{math['n_typeset']}/{math['n_math']} formula(s) typeset ({time.perf_counter() - t0:.1f} s)")
     finally:
         browser.quit()
+    if problems and not allow_tex:
+        for problem in problems:
+            print(f"pdf: {problem}", file=sys.stderr)
+        raise SystemExit("pdf: FAILED: formulas would be printed as TeX (--allow-tex prints anyway)")
+    writer.add_metadata({"/Title": "Feature learning through the AGOP: an executable replication book"})
     pdf.parent.mkdir(parents=True, exist_ok=True)
-    pdf.write_bytes(base64.b64decode(data))
-    pages = len(re.findall(rb"/Type\s*/Page[^s]", pdf.read_bytes()))
-    return {"mathjax": state, "pages": pages, "bytes": pdf.stat().st_size}
+    buffer = io.BytesIO()
+    writer.write(buffer)
+    pdf.write_bytes(buffer.getvalue())
+    return {"pages": len(writer.pages), "bytes": pdf.stat().st_size, "typeset": typeset, "formulas": formulas,
+            "problems": problems}
 
 
 def link_pdf(html: Path, pdf: Path) -> int:
@@ -103,19 +155,24 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--book", type=Path, default=ROOT, help="the book's folder (default: the repository)")
     ap.add_argument("--out", type=Path, default=None, help=f"the PDF (default: <book>/_build/html/{PDF_NAME})")
-    ap.add_argument("--no-build", action="store_true", help="print the existing _build/singlehtml")
-    ap.add_argument("--mathjax-wait", type=float, default=30.0, help="seconds to wait for MathJax (default 30)")
+    ap.add_argument("--timeout", type=float, default=float(os.environ.get("RFM_PDF_TIMEOUT", 600)),
+                    help="seconds one page may take to load and print (default 600, or RFM_PDF_TIMEOUT)")
+    ap.add_argument("--mathjax-wait", type=float, default=30.0,
+                    help="seconds to wait for MathJax on a page (default 30)")
+    ap.add_argument("--allow-tex", action="store_true", help="print even when formulas are not typeset")
     args = ap.parse_args(argv)
     book = args.book.resolve()
     html = book / "_build" / "html"
+    if not (html / "index.html").is_file():
+        print("pdf: build the book first (make book)", file=sys.stderr)
+        return 1
     pdf = (args.out or html / PDF_NAME).resolve()
     t0 = time.perf_counter()
-    page = book / "_build" / "singlehtml" / "index.html" if args.no_build else build_singlehtml(book)
-    info = print_pdf(page, pdf, args.mathjax_wait)
-    if info["mathjax"] != "done":
-        print(f"pdf: MathJax {info['mathjax']} (offline?): formulas are printed as TeX source", file=sys.stderr)
+    pages = toc_pages(book)
+    info = print_book(pages, pdf, timeout=args.timeout, mathjax_wait=args.mathjax_wait, allow_tex=args.allow_tex)
     linked = link_pdf(html, pdf) if pdf.parent == html and html.is_dir() else 0
-    print(f"pdf: {pdf} ({info['pages']} pages, {info['bytes'] / 1e6:.1f} MB) in {time.perf_counter() - t0:.0f} s; "
+    print(f"pdf: {pdf} ({len(pages)} web pages, {info['pages']} PDF pages, {info['bytes'] / 1e6:.1f} MB, "
+          f"{info['typeset']}/{info['formulas']} formulas typeset) in {time.perf_counter() - t0:.0f} s; "
           f"linked from {linked} page(s)")
     return 0 if info["pages"] > 0 else 1
 

@@ -12,7 +12,10 @@ Selenium (requirements/browser.txt; `make browser-check` installs it). For each 
   _config.yml, in Colab (and on Binder when configured);
 * the download menu offers the executed notebook (``_sources/notebooks/<slug>.ipynb``, a notebook with outputs)
   and the page's source;
-* the screenshots are not blank (their pixels vary).
+* the screenshots are not blank (their pixels vary);
+* every formula is typeset: MathJax (shipped with the site in ``_static/mathjax``, see
+  book/api/_ext/rfm_mathjax.py) loads from the site itself, not from a CDN, finishes typesetting, and no formula,
+  and no text outside code, is left as raw TeX (``\\(...\\)``, ``\\[...\\]``, ``$$...$$``, ``\\begin{...}``).
 
 It writes two screenshots per page to _build/screenshots/: ``<page>.png``, the top of the page as a reader first
 sees it, and ``<page>-figure.png``, the page scrolled to the chapter's first figure.
@@ -59,11 +62,71 @@ INSPECT_JS = r"""return JSON.stringify((() => {
     source_download: links('a.btn-download-source-button'),
   };
 })())"""
+# MathJax's state on the page: 'none' (no MathJax), 'loading', 'waiting', 'done' or 'failed'.
+MATHJAX_READY_JS = r"""(() => {
+  if (!window.MathJax) return 'none';
+  if (!(MathJax.startup && MathJax.startup.promise)) return 'loading';
+  if (window.__rfmTypeset === undefined) {
+    window.__rfmTypeset = 'waiting';
+    MathJax.startup.promise.then(() => { window.__rfmTypeset = 'done'; }, () => { window.__rfmTypeset = 'failed'; });
+  }
+  return window.__rfmTypeset;
+})()"""
+# What a reader sees of the formulas: Sphinx's math elements, those MathJax typeset, where MathJax came from, and raw
+# TeX left in the text outside code (TeX delimiters in visible text mean a formula was not typeset).
+MATH_JS = r"""return JSON.stringify((() => {
+  const math = [...document.querySelectorAll('.math')];
+  const untypeset = math.filter(m => !m.querySelector('mjx-container') && !m.closest('mjx-container'));
+  const scripts = [...document.querySelectorAll('script[src]')].map(s => s.src).filter(s => /mathjax/i.test(s));
+  const raw = [];
+  const walker = document.createTreeWalker(document.querySelector('main') || document.body, NodeFilter.SHOW_TEXT, {
+    acceptNode: n => n.parentElement.closest('pre, code, script, style, textarea, mjx-container, .highlight')
+                     ? NodeFilter.FILTER_REJECT : NodeFilter.FILTER_ACCEPT});
+  const tex = /\\\(|\\\)|\\\[|\\\]|\$\$|\\begin\{/;
+  for (let n = walker.nextNode(); n && raw.length < 5; n = walker.nextNode()) {
+    if (tex.test(n.textContent) && n.parentElement.offsetParent !== null) raw.push(n.textContent.trim().slice(0, 120));
+  }
+  return {n_math: math.length, untypeset: untypeset.slice(0, 5).map(m => m.textContent.trim().slice(0, 120)),
+          n_untypeset: untypeset.length, n_typeset: document.querySelectorAll('mjx-container').length,
+          scripts: scripts, raw_tex: raw};
+})())"""
 SCROLL_JS = r"""
   const img = [...document.querySelectorAll('.cell_output img')].find(i => i.complete && i.naturalWidth >= 100);
   if (!img) return false;
   img.scrollIntoView({block: 'center'});
   return true;"""
+
+
+def wait_for_mathjax(browser, seconds: float) -> str:
+    """Wait until MathJax has typeset the page (or failed, or is absent); returns its state."""
+    state, deadline = "none", time.monotonic() + seconds
+    while True:
+        state = browser.execute_script("return " + MATHJAX_READY_JS)
+        if state in ("done", "failed") or time.monotonic() > deadline:
+            return state
+        if state == "none" and not browser.execute_script("return document.querySelector('.math') !== null"):
+            return state  # a page without formulas: Sphinx adds no MathJax
+        time.sleep(0.2)
+
+
+def check_math(browser, page: Path, seconds: float = 30.0) -> tuple[list[str], dict]:
+    """Problems with the page's formulas: MathJax missing, from a CDN, failing, or raw TeX left on the page."""
+    state = wait_for_mathjax(browser, seconds)
+    info = json.loads(browser.execute_script(MATH_JS))
+    info["state"] = state
+    problems = []
+    remote = [s for s in info["scripts"] if not s.startswith("file:")]
+    if remote and page.resolve().as_uri().startswith("file:"):
+        problems.append(f"MathJax is loaded from {remote}, not from the site: offline the formulas stay TeX "
+                        f"(mathjax_path in _config.yml)")
+    if info["n_math"] and state != "done":
+        problems.append(f"{info['n_math']} formula(s) but MathJax is {state!r} after {seconds:.0f} s "
+                        f"(scripts: {info['scripts'] or 'none'})")
+    if info["n_untypeset"]:
+        problems.append(f"{info['n_untypeset']} formula(s) not typeset, shown as TeX: {info['untypeset']}")
+    if info["raw_tex"]:
+        problems.append(f"raw TeX in the page's text: {info['raw_tex']}")
+    return problems, info
 
 
 def find_chromium() -> str:
@@ -146,17 +209,17 @@ def _rel(path: Path) -> str:
     return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
 
 
-def check_page(page: Path, browser) -> list[str]:
+def check_page(page: Path, browser, mathjax_wait: float = 30.0) -> list[str]:
     if not page.exists():
         return [f"{page} does not exist: run `make book` first"]
     t0 = time.perf_counter()
-    problems: list[str] = []
     SHOTS.mkdir(parents=True, exist_ok=True)
     top, fig_shot = SHOTS / f"{page.stem}.png", SHOTS / f"{page.stem}-figure.png"
     for old in (top, fig_shot):
         old.unlink(missing_ok=True)
     browser.get(page.resolve().as_uri())
     time.sleep(0.5)  # let the theme's scripts settle
+    problems, math = check_math(browser, page, mathjax_wait)
     info = json.loads(browser.execute_script(INSPECT_JS))
     browser.save_screenshot(str(top))
     if browser.execute_script(SCROLL_JS):
@@ -201,7 +264,8 @@ def check_page(page: Path, browser) -> list[str]:
         if std < 0.02:
             problems.append(f"the screenshot {_rel(shot)} is blank (pixel std {std:.4f})")
     print(f"browser-check: {_rel(page)}: '{info['title']}', {info['n_outputs']} outputs, {len(figures)} figure(s) "
-          f"shown, {len(info['errors'])} error outputs; screenshots {_rel(top)}, {_rel(fig_shot)} "
+          f"shown, {len(info['errors'])} error outputs, {math['n_typeset']}/{math['n_math']} formula(s) typeset; "
+          f"screenshots {_rel(top)}, {_rel(fig_shot)} "
           f"({time.perf_counter() - t0:.1f} s)")
     return problems
 
@@ -216,6 +280,8 @@ def main(argv=None) -> int:
     ap.add_argument("pages", nargs="*", type=Path, help="built pages to check (default: every chapter)")
     ap.add_argument("--screenshots", type=Path, default=None, help="where the screenshots go (default: "
                                                                     "_build/screenshots)")
+    ap.add_argument("--mathjax-wait", type=float, default=30.0,
+                    help="seconds to wait for MathJax to typeset a page's formulas (default 30)")
     args = ap.parse_args(argv)
     global SHOTS
     SHOTS = (args.screenshots or SHOTS).resolve()
@@ -224,7 +290,7 @@ def main(argv=None) -> int:
     browser = driver()
     try:
         for page in pages:
-            for problem in check_page(page.resolve(), browser):
+            for problem in check_page(page.resolve(), browser, args.mathjax_wait):
                 print(f"browser-check: {page.name}: {problem}", file=sys.stderr)
                 failed = True
     finally:

@@ -7,7 +7,7 @@ A headless rerun (``scripts/rerun.py``) with ``profile=full`` and ``RFM_BOOK_CHE
 recorded with its pass/fail and none is raised, so a failing check at paper scale is written down as a finding
 (and printed here) instead of stopping the run. Writes ``results/<slug>/full.json`` (the chapter's record: device,
 date, commit, parameters, every checked value; plus the wall time) and the chapter's saved figures into
-``results/<slug>/full_figures/``. The executed notebook stays in ``out/<slug>-full/``.
+``results/<slug>/full_figures/``. The executed notebook stays in ``out/<slug>-full/`` (``--out`` to put it elsewhere).
 """
 from __future__ import annotations
 
@@ -30,10 +30,12 @@ def main(argv=None) -> int:
     ap.add_argument("chapter", help="the chapter's slug (notebooks/<slug>.py), or the path of a chapter")
     ap.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"))
     ap.add_argument("--results", type=Path, default=ROOT / "results", help="where results/<slug>/ is written")
+    ap.add_argument("--out", type=Path, default=None,
+                    help="where the executed notebook goes (default: out/<slug>-full; emptied first)")
     args = ap.parse_args(argv)
     src = chapter_source(args.chapter)
     slug = src.stem
-    out = ROOT / "out" / f"{slug}-full"
+    out = (args.out or ROOT / "out" / f"{slug}-full").resolve()
     if out.exists():
         shutil.rmtree(out)
     cmd = [sys.executable, str(ROOT / "scripts" / "rerun.py"), str(src), "-p", "profile", "full", "--out", str(out)]

@@ -20,6 +20,13 @@ the chapter's folder, as in the book build. ``-p NAME VALUE`` values are read as
 
 Without ``--out`` the output goes to ``out/<slug>-<profile>``: the executed notebook, the figures and the JSON are
 always written.
+
+**Checked before anything runs.** A name that is not in the chapter's parameters cell is an error, and so is a value
+whose type does not match the type declared there (``seed: "int" = 0`` rejects ``-p seed abc``;
+``n: "Optional[int]" = None`` takes ``-p n 500`` or ``-p n None``; a ``float`` takes an integer; ``list[int]`` checks
+the items). A parameter without a declared type is checked against its default's type when that is not None.
+Plain papermill (``papermill in.ipynb out.ipynb -p seed abc``) only warns about unknown names and checks no types:
+this script is the checked route.
 """
 from __future__ import annotations
 
@@ -84,6 +91,103 @@ def parameter_names(source: str) -> list[str]:
     return names
 
 
+def declared_types(source: str) -> dict[str, str]:
+    """Each parameter's declared type, as written in the parameters cell (``n: "Optional[int]" = None`` gives
+    ``"Optional[int]"``); without an annotation, the type of a literal default that is not None."""
+    types = {}
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            ann = node.annotation
+            types[node.target.id] = ann.value if isinstance(ann, ast.Constant) and isinstance(ann.value, str) \
+                else ast.unparse(ann)
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            try:
+                default = ast.literal_eval(node.value)
+            except ValueError:
+                continue
+            if default is not None and type(default) in (bool, int, float, str, list, dict):
+                types[node.targets[0].id] = type(default).__name__
+    return types
+
+
+def _split_args(text: str) -> list[str]:
+    """The comma-separated arguments of a subscript, respecting nested brackets: "int, list[str]"."""
+    out, depth, cur = [], 0, ""
+    for ch in text:
+        if ch == "," and depth == 0:
+            out.append(cur.strip())
+            cur = ""
+            continue
+        depth += ch == "["
+        depth -= ch == "]"
+        cur += ch
+    return out + [cur.strip()] if cur.strip() else out
+
+
+SIMPLE_TYPES = {"int": int, "float": (int, float), "bool": bool, "str": str, "list": list, "List": list,
+                "dict": dict, "Dict": dict, "tuple": (list, tuple), "Tuple": (list, tuple)}
+
+
+def matches(value, annotation: str) -> bool | None:
+    """Whether ``value`` fits the type ``annotation`` (a string: "int", "Optional[list[int]]", "Union[int, str]");
+    None when the annotation is not one this function understands (the value is then not checked)."""
+    ann = annotation.strip().replace("typing.", "")
+    if ann in ("Any", "object", ""):
+        return True
+    if ann in ("None", "NoneType"):
+        return value is None
+    if "|" in ann and "[" not in ann:
+        return _any([matches(value, part) for part in ann.split("|")])
+    if "[" in ann and ann.endswith("]"):
+        head, inner = ann[:ann.index("[")].strip(), ann[ann.index("[") + 1:-1]
+        args = _split_args(inner)
+        if head == "Optional":
+            return True if value is None else matches(value, inner)
+        if head == "Union":
+            return _any([matches(value, a) for a in args])
+        if head in ("list", "List", "Sequence"):
+            if not isinstance(value, (list, tuple)):
+                return False
+            return _all([matches(v, args[0]) for v in value]) if args else True
+        if head in ("dict", "Dict", "Mapping"):
+            if not isinstance(value, dict):
+                return False
+            return _all([matches(k, args[0]) for k in value] + [matches(v, args[1]) for v in value.values()]) \
+                if len(args) == 2 else True
+        if head in ("tuple", "Tuple"):
+            return isinstance(value, (list, tuple))
+        if head == "Literal":
+            try:
+                return value in [ast.literal_eval(a) for a in args]
+            except ValueError:
+                return None
+        return None
+    want = SIMPLE_TYPES.get(ann)
+    if want is None:
+        return None
+    if isinstance(value, bool) and ann != "bool":
+        return False  # True is an int to Python, not to a chapter's "n"
+    return isinstance(value, want)
+
+
+def _any(results):
+    return True if any(r is True for r in results) else (None if None in results else False)
+
+
+def _all(results):
+    return False if any(r is False for r in results) else (None if None in results else True)
+
+
+def type_errors(params: dict, types: dict[str, str]) -> list[str]:
+    """One message per parameter whose value does not fit its declared type."""
+    errors = []
+    for name, value in params.items():
+        ann = types.get(name)
+        if ann is not None and matches(value, ann) is False:
+            errors.append(f"{name} = {value!r} ({type(value).__name__}) does not fit its declared type {ann!r}")
+    return errors
+
+
 def default_profile(source: str) -> str:
     """The default value of ``profile`` in the parameters cell ("default" when there is none)."""
     for node in ast.parse(source).body:
@@ -144,6 +248,10 @@ def main(argv=None) -> int:
     unknown = sorted(set(params) - set(known))
     if unknown:
         ap.error(f"{unknown} not in the parameters cell of {args.chapter}; its parameters are {known}")
+    wrong = type_errors(params, declared_types(parameters_cell(nb).source))
+    if wrong:
+        ap.error("; ".join(wrong) + f" (in the parameters cell of {args.chapter}; values are read as YAML: "
+                 "-p n 500 is an int, -p lr 0.1 a float, -p sizes \"[250, 500]\" a list, -p device None is None)")
     out = (args.out or Path("out") / f"{slug}-{params.get('profile', default_profile(parameters_cell(nb).source))}"
            ).resolve()
     out.mkdir(parents=True, exist_ok=True)

@@ -35,7 +35,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .records import check_name, device_name, git_commit, json_key, jsonable, load_calibration, load_results, summary
+from .records import (check_name, device_name, git_commit, json_key, jsonable, load_calibration, load_results,
+                      missing_committed, summary)
 
 KINDS = ("claim", "sanity")
 # settings that do not change what a chapter measures: excluded when a run is compared with the calibration
@@ -390,13 +391,13 @@ class Checks:
                          f"{calib['machine']}, {calib['date'][:10]}, commit {calib['commit']} "
                          f"(`results/calibration/{self.chapter}.json`).")
         else:
-            lines.append(f"No calibration is committed (`results/calibration/{self.chapter}.json`).")
+            lines.append(missing_committed(f"calibration/{self.chapter}.json", "calibration"))
         if full:
             lines.append(f"Full profile: {full['device']}, {full['date'][:10]}, commit {full['commit']}"
                          + (f", {full['seconds'] / 60:.0f} min" if full.get("seconds") else "")
                          + f" (`results/{self.chapter}/full.json`).")
         else:
-            lines.append(f"No full-profile run is committed (`results/{self.chapter}/full.json`).")
+            lines.append(missing_committed(f"{self.chapter}/full.json", "full-profile run"))
         rows = self.table()
         cols = ["check", "kind", "rule", "this_run", "passes", "seeds_min", "seeds_median", "seeds_max",
                 "worst_room", "seeds_passing", "full", "full_passes"]

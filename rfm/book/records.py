@@ -292,12 +292,63 @@ def read_committed(relative: str) -> dict | None:
         return None  # a clone: what is not in its results/ is not committed
     url = f"{os.environ.get('RFM_BOOK_RESULTS_URL', f'{REPOSITORY_RAW}/results')}/{relative}"
     if url not in _DOWNLOADED:
+        _DOWNLOADED[url] = None
         try:
             with urllib.request.urlopen(url, timeout=10) as resp:
                 _DOWNLOADED[url] = json.loads(resp.read().decode())
-        except (urllib.error.URLError, OSError, ValueError):
-            _DOWNLOADED[url] = None
+        except urllib.error.HTTPError as exc:  # the server answered: 404 means the file is not committed
+            if exc.code != 404:
+                _FAILED[relative] = (url, f"HTTP {exc.code} {exc.reason}")
+        except urllib.error.URLError as exc:
+            if not isinstance(exc.reason, FileNotFoundError):  # a file:// URL of an absent file: not committed
+                _FAILED[relative] = (url, str(exc.reason))
+        except (OSError, ValueError) as exc:
+            _FAILED[relative] = (url, f"{type(exc).__name__}: {exc}")
     return _DOWNLOADED[url]
+
+
+_FAILED: dict = {}  # relative path under results/ -> (url, reason) of a download that got no answer
+
+
+def download_failure(relative: str) -> tuple[str, str] | None:
+    """Why a committed file could not be downloaded, when it could not.
+
+    Parameters
+    ----------
+    relative : str
+        The file's path under ``results/``.
+
+    Returns
+    -------
+    tuple of (str, str) or None
+        (url, reason) when the file was looked for in the book's repository (an installed package without a
+        checkout) and the download failed (offline, a proxy, a timeout); else None.
+    """
+    return _FAILED.get(relative)
+
+
+def missing_committed(relative: str, what: str) -> str:
+    """The sentence a chapter shows for a committed file it does not have: not committed, or not downloadable.
+
+    Parameters
+    ----------
+    relative : str
+        The file's path under ``results/``.
+    what : str
+        What the file is, for the sentence ("calibration", "full-profile run").
+
+    Returns
+    -------
+    str
+        The sentence.
+    """
+    failed = download_failure(relative)
+    if failed is None:
+        return f"No {what} is committed (`results/{relative}`)."
+    url, reason = failed
+    return (f"The {what} (`results/{relative}`) could not be downloaded from {url} ({reason}), so it is not shown "
+            f"here; with a network connection it is downloaded, or set RFM_BOOK_RESULTS to the results/ folder of "
+            f"a clone of the book's repository.")
 
 
 def load_results(chapter: str, profile: str = "full") -> dict | None:

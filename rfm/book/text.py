@@ -13,10 +13,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from .checks import calibration_facts
-from .records import check_name, json_key, load_calibration, load_results
+from .records import check_name, download_failure, json_key, load_calibration, load_results
 
 #: What :func:`glue_full_run` glues under every name when no full-profile run is committed.
 NO_FULL_RUN = "(no committed full run)"
+NO_FULL_RUN_DOWNLOAD = "(the committed full run could not be downloaded: offline?)"
 #: What :func:`glue_calibration` glues for a check without a committed calibration.
 NOT_CALIBRATED = "(not calibrated)"
 
@@ -100,8 +101,9 @@ def glue_full_run(chapter: str, values: Mapping[str, Callable[[dict], str]] | No
     full = load_results(chapter, "full")
     names = ["full_where", "full_failed", *(values or {}), *(measured or {})]
     if not full:
+        shown = NO_FULL_RUN_DOWNLOAD if download_failure(f"{chapter}/full.json") else NO_FULL_RUN
         for name in names:
-            glue(name, NO_FULL_RUN)
+            glue(name, shown)
         return None
     minutes = f", {full['seconds'] / 60:.0f} min" if full.get("seconds") is not None else ""
     glue("full_where", f"{full.get('device', '?')}, {str(full.get('date', '?'))[:10]}, commit "

@@ -161,6 +161,56 @@ def test_installed_package_downloads_committed_results(monkeypatch, tmp_path):
     book._DOWNLOADED.clear()
 
 
+def test_offline_the_table_says_the_committed_files_could_not_be_downloaded(monkeypatch, tmp_path, capsys):
+    """An installed package without network: the Checks table says where it tried, not "No calibration is
+    committed" (which is what it said, although the calibration is committed)."""
+    from rfm.book import records as book
+
+    monkeypatch.setattr(book, "ROOT", tmp_path / "lib")
+    monkeypatch.setattr(book, "RESULTS", tmp_path / "lib" / "results")
+    monkeypatch.setenv("RFM_BOOK_RESULTS_URL", "http://127.0.0.1:9/results")  # nothing listens: refused at once
+    monkeypatch.delenv("RFM_BOOK_RESULTS", raising=False)
+    monkeypatch.delenv("RFM_BOOK_CHECKS", raising=False)
+    book._DOWNLOADED.clear()
+    book._FAILED.clear()
+    try:
+        checks = Checks("demo", P)
+        checks.claim("gain", 0.45, at_least=0.2)
+        checks.report()
+        shown = capsys.readouterr().out
+        assert "No calibration is committed" not in shown and "No full-profile run is committed" not in shown
+        assert ("The calibration (`results/calibration/demo.json`) could not be downloaded from "
+                "http://127.0.0.1:9/results/calibration/demo.json (") in shown
+        assert "could not be downloaded from http://127.0.0.1:9/results/demo/full.json" in shown
+        assert "RFM_BOOK_RESULTS" in shown
+        from rfm.book import text
+        glued = {}
+        monkeypatch.setattr(text, "glue", lambda name, value, fmt=None: glued.__setitem__(name, value))
+        assert text.glue_full_run("demo") is None
+        assert glued["full_where"] == text.NO_FULL_RUN_DOWNLOAD
+    finally:
+        book._DOWNLOADED.clear()
+        book._FAILED.clear()
+
+
+def test_a_file_absent_from_the_repository_is_not_committed_not_a_failed_download(monkeypatch, tmp_path):
+    from rfm.book import records as book
+
+    (tmp_path / "site" / "results").mkdir(parents=True)
+    monkeypatch.setattr(book, "ROOT", tmp_path / "lib")
+    monkeypatch.setattr(book, "RESULTS", tmp_path / "lib" / "results")
+    monkeypatch.setenv("RFM_BOOK_RESULTS_URL", (tmp_path / "site" / "results").as_uri())
+    monkeypatch.delenv("RFM_BOOK_RESULTS", raising=False)
+    book._DOWNLOADED.clear()
+    book._FAILED.clear()
+    try:
+        assert book.load_calibration("demo") is None and book.download_failure("calibration/demo.json") is None
+        assert book.missing_committed("calibration/demo.json", "calibration") == \
+            "No calibration is committed (`results/calibration/demo.json`)."
+    finally:
+        book._DOWNLOADED.clear()
+
+
 def test_glue_formats_and_returns_the_value():
     assert rfm.book.glue("demo_value", 0.123456, "{:.3f}") == "0.123"
 
@@ -180,6 +230,7 @@ def test_glue_full_run_glues_the_committed_run_or_says_there_is_none(results, mo
                      "full_failed": "gain = 0.1 (rule >= 0.2)", "full_gain": "0.50"}
 
 
+@pytest.mark.slow  # runs the fixture chapter through papermill: not in `make unit`
 def test_calibrate_script_runs_each_seed_and_writes_the_table(tmp_path):
     out = tmp_path / "calib.json"
     cmd = [sys.executable, str(ROOT / "scripts" / "calibrate.py"), str(FIXTURE), "--seeds", "2", "--jobs", "2",
@@ -192,11 +243,17 @@ def test_calibrate_script_runs_each_seed_and_writes_the_table(tmp_path):
     assert len(calib["checks"]["mass_gain"]["values"]) == 2 and "mass_gain" in proc.stdout
 
 
+@pytest.mark.slow  # runs the fixture chapter through papermill: not in `make unit`
 def test_full_run_script_commits_the_record_and_figures(tmp_path):
+    # the executed notebook goes under tmp_path too: the test leaves nothing in the checkout (no out/tiny_chapter-full)
     cmd = [sys.executable, str(ROOT / "scripts" / "full_run.py"), str(FIXTURE), "-p", "n", "400",
-           "--results", str(tmp_path)]
+           "--results", str(tmp_path / "results"), "--out", str(tmp_path / "out")]
+    existed = (ROOT / "out" / "tiny_chapter-full").exists()
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert (tmp_path / "out" / "tiny_chapter.ipynb").exists()
+    assert existed or not (ROOT / "out" / "tiny_chapter-full").exists()
+    tmp_path = tmp_path / "results"
     record = json.loads((tmp_path / "tiny_chapter" / "full.json").read_text())
     assert record["profile"] == "full" and record["params"]["n"] == 400 and record["seconds"] > 0
     assert set(record["checks"]) == {"mass_gain", "r2_finite"}

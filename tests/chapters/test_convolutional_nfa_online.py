@@ -10,6 +10,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 FAKE_DATASETS = textwrap.dedent('''
@@ -26,6 +28,7 @@ FAKE_DATASETS = textwrap.dedent('''
 ''')
 
 
+@pytest.mark.slow  # reruns the chapter (minutes on 2 cores): not in `make unit`
 def test_the_cifar_section_runs_on_a_stand_in_for_torchvision(tmp_path):
     fake = tmp_path / "site" / "torchvision"
     fake.mkdir(parents=True)

@@ -127,3 +127,50 @@ def test_papermill_help_notebook_shows_the_parameter_types(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "n: Optional[int] (default None)" in proc.stdout and "profile: str (default \"smoke\")" in proc.stdout
     assert "Unknown type" not in proc.stdout
+
+
+def test_rerun_rejects_a_value_of_the_wrong_type_before_running(tmp_path):
+    """`-p seed abc` used to start the kernel and fail in a later cell with a TypeError; now nothing runs."""
+    out = tmp_path / "x"
+    cmd = [sys.executable, str(ROOT / "scripts" / "rerun.py"), str(FIXTURE), "-p", "seed", "abc", "-p", "n", "1.5",
+           "--out", str(out)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "seed = 'abc' (str) does not fit its declared type 'int'" in proc.stderr
+    assert "n = 1.5 (float) does not fit its declared type 'Optional[int]'" in proc.stderr
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("value, annotation, fits", [
+    (3, "int", True), ("abc", "int", False), (True, "int", False), (3.0, "int", False), (3, "float", True),
+    (0.5, "Optional[float]", True), (None, "Optional[float]", True), (None, "int", False), ("x", "str", True),
+    ([250, 500], "Optional[list[int]]", True), ([250, "a"], "Optional[list[int]]", False),
+    ([0.1, 1], "Optional[list[float]]", True), ({"a": 1}, "Optional[list]", False), (["add"], "Optional[list]", True),
+    (True, "Optional[bool]", True), (1, "Optional[bool]", False), ({"binary": 0.1}, "dict[str, float]", True),
+    (3, "Union[int, str]", True), ("a", "int | str", True), (2.5, "int | str", False),
+    ("cuda", "Literal['cpu', 'cuda']", True), ("tpu", "Literal['cpu', 'cuda']", False), (3, "SomeClass", None)])
+def test_values_are_checked_against_the_declared_type(value, annotation, fits):
+    assert _rerun_module().matches(value, annotation) is fits
+
+
+def test_declared_types_come_from_annotations_else_from_the_default():
+    types = _rerun_module().declared_types('profile: "str" = "smoke"\nn: "Optional[int]" = None\nlr = 0.1\n'
+                                           'x = None\nk: int = 3\n')
+    assert types == {"profile": "str", "n": "Optional[int]", "lr": "float", "k": "int"}
+
+
+@pytest.mark.parametrize("chapter", sorted((ROOT / "notebooks").glob("*.py")), ids=lambda p: p.stem)
+def test_every_chapters_declared_types_are_understood_and_fit_its_defaults(chapter):
+    """The check covers every type a chapter declares: each default fits its own declared type."""
+    import ast
+
+    import jupytext
+
+    rerun = _rerun_module()
+    source = rerun.parameters_cell(jupytext.read(chapter)).source
+    types = rerun.declared_types(source)
+    defaults = {n.target.id: ast.literal_eval(n.value) for n in ast.parse(source).body
+                if isinstance(n, ast.AnnAssign) and n.value is not None}
+    assert set(types) >= {"profile", "seed", "device"}
+    for name, default in defaults.items():
+        assert rerun.matches(default, types[name]) is True, (name, default, types[name])
