@@ -42,7 +42,7 @@ from ._compat import install_moved_module_aliases
 
 install_moved_module_aliases()
 
-__version__ = "0.2.0.dev0"
+__version__ = "0.1.0"
 
 
 def __getattr__(name):  # rfm.conv and the other pre-0.2 module attributes, with a DeprecationWarning

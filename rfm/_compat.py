@@ -40,7 +40,7 @@ def moved_module(old: str):
         The imported new module.
     """
     new = MOVED_MODULES[old]
-    warnings.warn(f"{old} moved to {new} in rfm 0.2; the old path will be removed in 0.3",
+    warnings.warn(f"{old} moved to {new} in rfm 0.2 (CHANGELOG.md); the old path will be removed in 0.3",
                   DeprecationWarning, stacklevel=3)
     return importlib.import_module(new)
 
