@@ -43,7 +43,7 @@ import numpy as np
 import torch
 
 from .._checks import check_choice, check_number, check_square
-from ..models.transfer import fit_scaling_law
+from ..metrics import fit_scaling_law
 from ..utils import make_generator
 
 __all__ = ["InversionRun", "OrderFit", "convergence_order", "newton_schulz", "residual_norm", "richardson_step",
