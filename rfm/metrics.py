@@ -231,3 +231,35 @@ def fit_scaling_law(n, err) -> ScalingLaw:
     tot = ((y - y.mean()) ** 2).sum()
     r2 = 1.0 - (resid ** 2).sum() / tot if tot > 0 else 1.0
     return ScalingLaw(float(np.exp(intercept)), float(slope), float(r2))
+
+
+def largest_rise(values, se) -> float:
+    """The largest increase between consecutive values of a curve, in units of their combined standard error.
+
+    A curve that should never go up (a risk against model size) is "non-increasing within c standard errors" when
+    this is at most c; a negative value means it fell at every step.
+
+    Parameters
+    ----------
+    values : array-like of shape (m,)
+        The curve, m >= 2.
+    se : array-like of shape (m,)
+        The standard error of each value.
+
+    Returns
+    -------
+    float
+        ``max_i (values[i+1] - values[i]) / sqrt(se[i+1]^2 + se[i]^2)``.
+
+    Examples
+    --------
+    >>> from rfm.metrics import largest_rise
+    >>> largest_rise([3.0, 2.0, 2.5], [0.3, 0.4, 0.0])
+    1.25
+    """
+    values = np.asarray(values, dtype=float).ravel()
+    se = np.asarray(se, dtype=float).ravel()
+    if values.shape != se.shape or values.size < 2:
+        raise ValueError(f"values and se must be two curves of equal length >= 2, got {values.size} and {se.size}")
+    d = np.diff(values)
+    return float(np.max(d / np.sqrt(se[1:] ** 2 + se[:-1] ** 2)))
