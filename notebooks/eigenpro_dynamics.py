@@ -495,8 +495,8 @@ plt.show()
 #
 # Two margins are under or near one validation image (1/360 = 0.0028): `ep3_vs_least_squares` keeps the planned
 # one-point rule and one seed came within {glue:text}`cal_ep3_vs_least_squares_margin` of it, and
-# `train_split_test_gap` keeps the natural rule ≥ 0 with one seed at a single image. Neither rule was moved to make a seed pass. The checks hold for the smoke settings; the
-# late-iteration ones need `iters` ≥ 5.
+# `train_split_test_gap` keeps the natural rule ≥ 0 with one seed at a single image. Neither rule was moved to make
+# a seed pass. The checks hold for the smoke settings; the late-iteration ones need `iters` ≥ 5.
 
 # %%
 checks = rfm.book.Checks("eigenpro_dynamics", P, seed=seed, device=dev, output_dir=output_dir)
