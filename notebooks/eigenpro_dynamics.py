@@ -524,6 +524,11 @@ checks.claim("ep3_centres_gain", float(ep3_gain), at_least=0.04,
              what=f"EigenPro 3 accuracy with {p_most} centres (the most drawn from the data) minus with the fewest")
 checks.claim("train_split_test_gap", leak_acc - heldout_acc, at_least=0.0,
              what="accuracy on a 'test' set drawn from the training split minus held-out accuracy")
+
+# %% [markdown]
+# The sanity checks, and the record of what else the run measured:
+
+# %%
 checks.sanity("fixed_subsample_gap", 1 - fixed_overlap, at_most=1e-10,
               what="1 - overlap of the fixed kernel's eigenvectors with themselves on one subsample")
 checks.sanity("preconditioner_epochs", same_setup, at_most=0.0,

@@ -192,6 +192,12 @@ def sweep(kind):
 by_k, by_n = sweep("k"), sweep("n")
 kernel_n = measured(P_.n_fixed, None)
 kernel_opt, kernel_se = kernel_n[0].min(), kernel_n[1][kernel_n[0].argmin()]
+
+# %% [markdown]
+# What the claim and its control read from the sweeps: the largest rise of the tuned risk, the ridgeless peak at the
+# threshold, the gap to the kernel limit, and the two formulas' errors.
+
+# %%
 rise_k, rise_n = largest_rise(by_k.opt, by_k.opt_se), largest_rise(by_n.opt, by_n.opt_se)
 # the ridgeless over the tuned risk at the interpolation threshold (k = n)
 peak_k, peak_n = (float(df.ridgeless[df["size"] == at].iloc[0] / df.opt[df["size"] == at].iloc[0])
@@ -303,7 +309,11 @@ n_real = min(P_.n_fixed, N // 2)
 K_gauss = GaussianKernel(bandwidth=bw)(X_all).to(torch.float64)
 lam_g, v_g = spectral_task(K_gauss.cpu(), f_star.cpu())
 
+# %% [markdown]
+# A trial draws a training subset and its label flips, then the kernel's own randomness (the random features) from a
+# second stream, so the curves of every kernel share their training sets:
 
+# %%
 def real_risks(kernels, n, key):
     """Mean and standard error over trials of the population risk along RIDGES of KRR with the kernel matrices
     (training, pool x training) returned by kernels(idx, g). Trial t draws the same training subset and label flips
@@ -562,6 +572,11 @@ checks.claim("tempered_between", tempered_last - benign_last, at_least=0.1,
              what="measured C at the largest n: power law minus spiked")
 checks.claim("digits_cost_theory_error", real_cost_err, at_most=0.1,
              what="Laplace kernel on digits: max |log(C measured / C eigenframework)|")
+
+# %% [markdown]
+# The sanity checks, and the record of what else the run measured:
+
+# %%
 checks.sanity("cost_at_least_one", float(cost.C_measured.min()), at_least=1.0,
               what="the smallest measured C(n) (ridge 0 is on the path, so C >= 1 by construction)")
 checks.record(by_k=by_k.to_dict(orient="records"), by_n=by_n.to_dict(orient="records"),
