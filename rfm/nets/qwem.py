@@ -20,8 +20,8 @@ from .._checks import check_matrix, check_number, check_square
 from ..utils import check_generator, symmetrize
 from .curves import logistic_onset
 
-__all__ = ["analogy_accuracy", "analogy_accuracy_path", "factorization_gd", "factorization_onsets", "planted_analogies", "planted_cooccurrence",
-           "positive_part", "qwem_target"]
+__all__ = ["analogy_accuracy", "analogy_accuracy_path", "factorization_gd", "factorization_onsets", "planted_analogies",
+           "planted_cooccurrence", "positive_part", "qwem_target"]
 
 
 def qwem_target(counts, ns_weight: float = 1.0) -> torch.Tensor:

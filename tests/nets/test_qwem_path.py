@@ -2,8 +2,14 @@
 import pytest
 import torch
 
-from rfm.nets.qwem import (analogy_accuracy, analogy_accuracy_path, factorization_gd, planted_analogies,
-                           planted_cooccurrence, qwem_target)
+from rfm.nets.qwem import (
+    analogy_accuracy,
+    analogy_accuracy_path,
+    factorization_gd,
+    planted_analogies,
+    planted_cooccurrence,
+    qwem_target,
+)
 
 
 @pytest.fixture(scope="module")

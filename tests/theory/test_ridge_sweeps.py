@@ -3,8 +3,17 @@ import numpy as np
 import pytest
 import torch
 
-from rfm.theory.eigenframework import (RidgePath, gaussian_design_mean_risks, gaussian_design_risks, krr_risk,
-                                       optimal_fitting_ratio, power_law_task, rf_risk, rf_risk_path, ridge_path_risk)
+from rfm.theory.eigenframework import (
+    RidgePath,
+    gaussian_design_mean_risks,
+    gaussian_design_risks,
+    krr_risk,
+    optimal_fitting_ratio,
+    power_law_task,
+    rf_risk,
+    rf_risk_path,
+    ridge_path_risk,
+)
 
 RIDGES = np.array([0.0, 1e-3, 1e-1, 10.0])
 
