@@ -231,3 +231,105 @@ def fit_scaling_law(n, err) -> ScalingLaw:
     tot = ((y - y.mean()) ** 2).sum()
     r2 = 1.0 - (resid ** 2).sum() / tot if tot > 0 else 1.0
     return ScalingLaw(float(np.exp(intercept)), float(slope), float(r2))
+
+
+def largest_rise(values, se) -> float:
+    """The largest increase between consecutive values of a curve, in units of their combined standard error.
+
+    A curve that should never go up (a risk against model size) is "non-increasing within c standard errors" when
+    this is at most c; a negative value means it fell at every step.
+
+    Parameters
+    ----------
+    values : array-like of shape (m,)
+        The curve, m >= 2.
+    se : array-like of shape (m,)
+        The standard error of each value.
+
+    Returns
+    -------
+    float
+        ``max_i (values[i+1] - values[i]) / sqrt(se[i+1]^2 + se[i]^2)``.
+
+    Examples
+    --------
+    >>> from rfm.metrics import largest_rise
+    >>> largest_rise([3.0, 2.0, 2.5], [0.3, 0.4, 0.0])
+    1.25
+    """
+    values = np.asarray(values, dtype=float).ravel()
+    se = np.asarray(se, dtype=float).ravel()
+    if values.shape != se.shape or values.size < 2:
+        raise ValueError(f"values and se must be two curves of equal length >= 2, got {values.size} and {se.size}")
+    d = np.diff(values)
+    return float(np.max(d / np.sqrt(se[1:] ** 2 + se[:-1] ** 2)))
+
+
+def per_vector_overlap(U, V) -> float:
+    """The mean of ``|<u_i, v_i>|`` over matching columns of two eigenvector matrices: sign-free, but, unlike
+    :func:`subspace_overlap`, it counts eigenvectors that only swap places inside a common eigenspace as change.
+
+    Parameters
+    ----------
+    U, V : torch.Tensor of shape (s, q)
+        Unit columns (eigenvectors), matched by index.
+
+    Returns
+    -------
+    float
+        1 when every column agrees up to sign; 0 when matching columns are orthogonal.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from rfm.metrics import per_vector_overlap
+    >>> per_vector_overlap(torch.eye(2), torch.tensor([[-1.0, 0.0], [0.0, 0.0]]))
+    0.5
+    """
+    return float((U * V).sum(0).abs().mean())
+
+
+def align_signs(Us) -> list:
+    """Each eigenvector matrix of a sequence with its columns' signs flipped to agree with its predecessor's
+    (an eigensolver returns each eigenvector with an arbitrary sign).
+
+    Parameters
+    ----------
+    Us : sequence of torch.Tensor of shape (s, q)
+        Eigenvectors at successive steps, matched by column.
+
+    Returns
+    -------
+    list of torch.Tensor
+        The first matrix as given, then each one with ``sign(<previous aligned u_i, u_i>)`` applied to column i
+        (a zero inner product keeps the sign).
+    """
+    aligned = [Us[0]]
+    for U in Us[1:]:
+        sign = torch.sign((aligned[-1] * U).sum(0))
+        aligned.append(U * torch.where(sign == 0, torch.ones_like(sign), sign))
+    return aligned
+
+
+def entry_sum_drift(Us) -> list:
+    """Gorlla's eigenvector statistic: per step, the median over columns of ``|sum_j u_ji(t) - sum_j u_ji(0)|``,
+    the change of each eigenvector's entry sum since the first step.
+
+    Parameters
+    ----------
+    Us : sequence of torch.Tensor of shape (s, q)
+        Eigenvectors at successive steps (pass :func:`align_signs` of them to remove the eigensolver's signs).
+
+    Returns
+    -------
+    list of float
+        One value per step, 0 at the first.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from rfm.metrics import entry_sum_drift
+    >>> entry_sum_drift([torch.eye(2), -torch.eye(2)])
+    [0.0, 2.0]
+    """
+    return [float((U.sum(0) - Us[0].sum(0)).abs().median()) for U in Us]

@@ -25,6 +25,8 @@ RFM papers. Doing it by index avoids the fp32 cancellation errors of distance-th
 """
 from __future__ import annotations
 
+import math
+
 import torch
 
 from .._checks import check_matrix, check_number
@@ -333,3 +335,33 @@ def _as_tensors(X, Z):
         if Z.shape[1] != X.shape[1]:
             raise ValueError(f"Z has {Z.shape[1]} features but X has {X.shape[1]}: they must have the same columns")
     return X, Z
+
+
+def random_fourier_features(X, k: int, bandwidth: float, generator=None):
+    """Random Fourier features ``sqrt(2/k) cos(X W + b)`` of the Gaussian kernel exp(-|x - z|^2 / (2 L^2)).
+
+    W has N(0, 1/L^2) entries and b is uniform on [0, 2 pi), both drawn in float64 on the CPU (W first) and moved to
+    X's device, so a seed gives the same features on every device. ``F @ F.T`` tends to the Gaussian kernel matrix as
+    k grows.
+
+    Parameters
+    ----------
+    X : torch.Tensor of shape (n, d)
+        Inputs (float64 for the features to be float64).
+    k : int
+        Number of features.
+    bandwidth : float
+        The Gaussian kernel's bandwidth L.
+    generator : torch.Generator, optional
+        Source of the random draws.
+
+    Returns
+    -------
+    torch.Tensor of shape (n, k)
+        The features.
+    """
+    k = check_number("k", k, low=1, integer=True)
+    bandwidth = check_number("bandwidth", bandwidth, low=0, low_inclusive=False)
+    W = torch.randn(X.shape[1], k, generator=generator, dtype=torch.float64).to(X.device) / bandwidth
+    b = (2 * math.pi * torch.rand(k, generator=generator, dtype=torch.float64)).to(X.device)
+    return math.sqrt(2.0 / k) * torch.cos(X @ W + b)

@@ -679,3 +679,31 @@ def noisy_frame(X, y, *, shape=(28, 28), frame=(42, 42), std: float = 1.0, gener
         mask[i, :, r[i]:r[i] + H, c[i]:c[i] + W] = True
     dtype = X.dtype if X.is_floating_point() else torch.float32
     return ImageTask(out.reshape(n, -1).to(dtype=dtype, device=X.device), y, mask.reshape(n, -1))
+
+
+def random_pixel_shifts(X, p: int, *, generator) -> torch.Tensor:
+    """p images drawn with replacement from square images X, each rolled (cyclically) by -1, 0 or 1 pixel along
+    each axis: more "training-like" points than there are images (EigenPro 3's centres beyond n).
+
+    Parameters
+    ----------
+    X : torch.Tensor of shape (n, side * side)
+        Flattened square single-channel images.
+    p : int
+        Number of images to make.
+    generator : torch.Generator
+        Draws the images (first) and the shifts, on the CPU.
+
+    Returns
+    -------
+    torch.Tensor of shape (p, side * side)
+        The shifted images, on X's device.
+    """
+    n, d = X.shape
+    side = int(round(d ** 0.5))
+    if side * side != d:
+        raise ValueError(f"X must hold flattened square images, got dimension {d}")
+    base = X[torch.randint(0, n, (p,), generator=generator).to(X.device)].reshape(p, side, side)
+    shifts = torch.randint(-1, 2, (p, 2), generator=generator)
+    Z = torch.stack([torch.roll(img, (int(a), int(b)), (0, 1)) for img, (a, b) in zip(base, shifts)])
+    return Z.reshape(p, d)

@@ -24,8 +24,8 @@ import torch
 
 from .._checks import check_number
 
-__all__ = ["count_drops", "count_spikes", "first_reaching", "logistic_mode", "logistic_onset", "loss_drops", "mode_onsets",
-           "plateau_fraction", "plateau_levels"]
+__all__ = ["count_drops", "count_spikes", "first_reaching", "half_time", "logistic_mode", "logistic_onset",
+           "loss_drops", "mode_onsets", "plateau_fraction", "plateau_levels", "rescaled_gap"]
 
 
 def _series(values, name: str) -> np.ndarray:
@@ -273,3 +273,49 @@ def count_spikes(losses, factor: float = 2.0) -> int:
         else:
             low = min(low, v)
     return spikes
+
+
+def half_time(loss) -> int:
+    """The first step at which a loss curve has fallen to half its initial value (the curve's length if never).
+
+    Parameters
+    ----------
+    loss : sequence of float
+        The loss per step.
+
+    Returns
+    -------
+    int
+        The step index (:func:`first_reaching` with ``below=True``), or ``len(loss)``.
+
+    Examples
+    --------
+    >>> half_time([4.0, 3.0, 2.0, 1.0])
+    2
+    """
+    return first_reaching(range(len(loss)), loss, 0.5 * loss[0], below=True, default=len(loss))
+
+
+def rescaled_gap(a, b, grid) -> float:
+    """RMS distance between two loss curves in log10 after dividing each one's time by its :func:`half_time`: how
+    far two curves are from collapsing onto one shape.
+
+    Parameters
+    ----------
+    a, b : sequence of float
+        Loss curves (losses are floored at 1e-12 before the logarithm).
+    grid : array-like
+        The rescaled times (step / half-time) at which both are interpolated; points past a curve's end are left out.
+
+    Returns
+    -------
+    float
+        ``sqrt(mean((log10 a - log10 b)^2))`` over the grid points both curves reach.
+    """
+    def rescaled(c):
+        th = max(half_time(c), 1)
+        return np.interp(grid, np.arange(len(c)) / th, np.log10(np.maximum(c, 1e-12)), right=np.nan)
+
+    ra, rb = rescaled(a), rescaled(b)
+    ok = np.isfinite(ra) & np.isfinite(rb)
+    return float(np.sqrt(np.mean((ra[ok] - rb[ok]) ** 2)))

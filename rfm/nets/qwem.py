@@ -20,8 +20,8 @@ from .._checks import check_matrix, check_number, check_square
 from ..utils import check_generator, symmetrize
 from .curves import logistic_onset
 
-__all__ = ["analogy_accuracy", "factorization_gd", "factorization_onsets", "planted_analogies", "planted_cooccurrence",
-           "positive_part", "qwem_target"]
+__all__ = ["analogy_accuracy", "analogy_accuracy_path", "factorization_gd", "factorization_onsets", "planted_analogies",
+           "planted_cooccurrence", "positive_part", "qwem_target"]
 
 
 def qwem_target(counts, ns_weight: float = 1.0) -> torch.Tensor:
@@ -165,3 +165,37 @@ def analogy_accuracy(E, quads) -> float:
     for c in range(3):
         sims[rows, Q[:, c]] = -math.inf
     return float((sims.argmax(1) == Q[:, 3]).double().mean())
+
+
+def analogy_accuracy_path(M, W0, quads, *, lr: float, steps: int, every: int = 5) -> tuple[list, list]:
+    """Planted-analogy accuracy along gradient descent on 1/4 ||W W^T - M||_F^2 from W0: the same updates as
+    :func:`factorization_gd` (``W <- W - lr (W W^T - M) W``), read every ``every`` steps.
+
+    Parameters
+    ----------
+    M : torch.Tensor of shape (V, V)
+        The symmetric target.
+    W0 : torch.Tensor of shape (V, d)
+        The initial embeddings (``factorization_gd(...)["W0"]`` replays that run).
+    quads : torch.Tensor
+        The analogies (:func:`planted_analogies`).
+    lr : float
+        Step size.
+    steps : int
+        Number of steps.
+    every : int, default=5
+        Read the accuracy at steps 0, every, 2 every, ... <= steps.
+
+    Returns
+    -------
+    steps, accuracies : list of int, list of float
+        The steps read and :func:`analogy_accuracy` at each.
+    """
+    check_number("every", every, low=1, integer=True)
+    W, read, accs = W0.clone(), [], []
+    for s in range(steps + 1):
+        if s % every == 0:
+            read.append(s)
+            accs.append(analogy_accuracy(W, quads))
+        W = W - lr * ((W @ W.T - M) @ W)
+    return read, accs

@@ -36,8 +36,8 @@ from sklearn.gaussian_process.kernels import ConstantKernel, Matern, WhiteKernel
 
 from .._checks import check_number
 
-__all__ = ["CARBS", "Param", "chinchilla_loss", "chinchilla_optimal_exponent", "hypervolume", "pareto_front",
-           "random_search", "run_search", "search_space_box"]
+__all__ = ["CARBS", "Param", "chinchilla_loss", "chinchilla_optimal_exponent", "hypervolume", "hypervolume_curve",
+           "pareto_front", "pareto_slope", "random_search", "run_search", "search_space_box"]
 
 
 @dataclass
@@ -468,3 +468,43 @@ def _check_observation(value, cost, point):
         if not np.isfinite(x):
             raise ValueError(f"objective returned a non-finite {name} ({x}) at {point}: make it return a finite "
                              "number (e.g. a large loss for a diverged run)")
+
+
+def pareto_slope(result: dict, name: str = "N") -> float:
+    """The slope of log10 of one hyper-parameter against log10 cost over a search's Pareto set: the scaling law the
+    search found (Chinchilla's N proportional to C^(beta / (alpha + beta)) for ``name="N"``).
+
+    Parameters
+    ----------
+    result : dict
+        What :func:`run_search` returns (``costs``, ``values``, ``points``).
+    name : str, default="N"
+        The hyper-parameter.
+
+    Returns
+    -------
+    float
+        The least-squares slope, or NaN when the Pareto set has fewer than two points.
+    """
+    f = pareto_front(np.log10(result["costs"]), result["values"])
+    v = np.array([result["points"][i][name] for i in f])
+    return float(np.polyfit(np.log10(result["costs"][f]), np.log10(v), 1)[0]) if len(f) > 1 else float("nan")
+
+
+def hypervolume_curve(result: dict, ref) -> np.ndarray:
+    """The :func:`hypervolume` (in log10 cost and loss) of a search's first m observations, for every m.
+
+    Parameters
+    ----------
+    result : dict
+        What :func:`run_search` returns.
+    ref : tuple of float
+        The reference point (log10 cost, loss), worse than every observation.
+
+    Returns
+    -------
+    numpy.ndarray
+        One hypervolume per number of evaluations.
+    """
+    lc = np.log10(result["costs"])
+    return np.array([hypervolume(lc[:m], result["values"][:m], ref) for m in range(1, len(lc) + 1)])

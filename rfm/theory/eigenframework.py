@@ -46,8 +46,9 @@ import torch
 
 from .._checks import check_number
 
-__all__ = ["KRRRisk", "RFRisk", "RidgePath", "cost_of_overfitting", "effective_regularization", "gaussian_design_risks",
-           "krr_risk", "learnabilities", "optimal_ridge", "power_law_task", "rf_risk", "spectral_task"]
+__all__ = ["KRRRisk", "RFRisk", "RidgePath", "cost_of_overfitting", "effective_regularization",
+           "gaussian_design_mean_risks", "gaussian_design_risks", "krr_risk", "learnabilities", "optimal_fitting_ratio",
+           "optimal_ridge", "power_law_task", "rf_risk", "rf_risk_path", "ridge_path_risk", "spectral_task"]
 
 
 def _spectrum(eigvals, name="eigvals") -> np.ndarray:
@@ -342,3 +343,121 @@ def gaussian_design_risks(eigvals, coeffs, n: int, ridges, *, k: int | None = No
     U = T @ path.coefficients(ridges)                                # (P, R): the learnt u per ridge
     test = ((U - v[:, None]) ** 2).sum(0) + noise
     return test.numpy(), path.train_mse(ridges).numpy()
+
+
+def gaussian_design_mean_risks(eigvals, coeffs, n: int, ridges, *, k: int | None = None, noise: float = 0.0,
+                               generators=(0,)) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Mean over independent draws of :func:`gaussian_design_risks`: the measured risks along a ridge path.
+
+    Parameters
+    ----------
+    eigvals, coeffs : array-like
+        The task's spectrum and target coefficients (see :func:`gaussian_design_risks`).
+    n : int
+        Number of samples.
+    ridges : array-like
+        The ridge path.
+    k : int or None, default=None
+        Number of random features; None is the kernel limit.
+    noise : float, default=0.0
+        Label-noise variance.
+    generators : iterable, default=(0,)
+        One seed (or ``torch.Generator``) per draw; at least two for a standard error.
+
+    Returns
+    -------
+    test_mean, test_se, train_mean : numpy.ndarray
+        The mean test risk, its standard error (sample standard deviation over sqrt(draws); NaN for one draw) and
+        the mean training error, one value per ridge.
+    """
+    te, tr = zip(*[gaussian_design_risks(eigvals, coeffs, n, ridges, k=k, noise=noise, generator=g)
+                   for g in generators])
+    te, tr = np.array(te), np.array(tr)
+    se = te.std(0, ddof=1) / np.sqrt(len(te)) if len(te) > 1 else np.full(te.shape[1], np.nan)
+    return te.mean(0), se, tr.mean(0)
+
+
+def rf_risk_path(eigvals, coeffs, n: float, k: float | None, ridges, noise: float = 0.0) -> np.ndarray:
+    """The RF eigenframework's test risk (:func:`rf_risk`) at each ridge of a path.
+
+    Parameters
+    ----------
+    eigvals, coeffs : array-like
+        The task's spectrum and target coefficients.
+    n : float
+        Number of samples.
+    k : float or None
+        Number of random features; None (or ``inf``) is the kernel limit.
+    ridges : array-like
+        The ridge path.
+    noise : float, default=0.0
+        Label-noise variance.
+
+    Returns
+    -------
+    numpy.ndarray
+        One test risk per ridge; NaN where the formula has no value (ridge 0 at the interpolation threshold).
+    """
+    k = np.inf if k is None else k
+    out = []
+    for r in np.asarray(ridges, dtype=float).ravel():
+        try:
+            out.append(rf_risk(eigvals, coeffs, n, k, r, noise).test)
+        except ValueError:          # ridgeless at the threshold: the risk diverges
+            out.append(np.nan)
+    return np.array(out)
+
+
+def optimal_fitting_ratio(eigvals, coeffs, n: float, ridges, noise: float = 0.0) -> float:
+    """The eigenframework's fitting ratio (train over test risk of KRR) at the ridge of a path with the least test
+    risk.
+
+    Parameters
+    ----------
+    eigvals, coeffs : array-like
+        The task's spectrum and target coefficients.
+    n : float
+        Number of samples.
+    ridges : array-like
+        The ridge path; ridge 0 is skipped when n equals the number of non-zero eigenvalues (the risk diverges).
+    noise : float, default=0.0
+        Label-noise variance.
+
+    Returns
+    -------
+    float
+        train / test at the optimal ridge of the path (near 0: the best model nearly interpolates).
+    """
+    n_modes = np.count_nonzero(eigvals)
+    rs = [krr_risk(eigvals, coeffs, n, r, noise) for r in ridges if r > 0 or n != n_modes]
+    best = min(rs, key=lambda r: r.test)
+    return best.train / best.test
+
+
+def ridge_path_risk(K_train, K_test, y_train, target, ridges, noise: float = 0.0) -> np.ndarray:
+    """Population risk of kernel ridge regression at each ridge of a path, on a pool that stands in for the
+    population: the mean squared error against the clean target plus the label-noise variance.
+
+    Parameters
+    ----------
+    K_train : array-like of shape (n, n)
+        Kernel matrix of the training points.
+    K_test : array-like of shape (m, n)
+        Kernel between the pool and the training points.
+    y_train : array-like of shape (n,)
+        The (noisy) training labels.
+    target : array-like of shape (m,)
+        The clean target on the pool.
+    ridges : array-like
+        The ridge path.
+    noise : float, default=0.0
+        Label-noise variance, added to the error (the risk against noisy test labels).
+
+    Returns
+    -------
+    numpy.ndarray
+        One risk per ridge.
+    """
+    pred = RidgePath(K_train, y_train).predict(K_test, ridges)
+    target = torch.as_tensor(target, dtype=torch.float64)
+    return ((pred - target[:, None]) ** 2).mean(0).numpy() + noise
