@@ -231,3 +231,26 @@ def fit_scaling_law(n, err) -> ScalingLaw:
     tot = ((y - y.mean()) ** 2).sum()
     r2 = 1.0 - (resid ** 2).sum() / tot if tot > 0 else 1.0
     return ScalingLaw(float(np.exp(intercept)), float(slope), float(r2))
+
+
+def flip_rate(predict, X, X_perturbed) -> float:
+    """The share of samples whose predicted label changes when ``X`` is replaced by ``X_perturbed``.
+
+    Parameters
+    ----------
+    predict : callable
+        Labels of the rows of its argument (a model's ``predict``).
+    X : array-like of shape (n, d)
+        The samples.
+    X_perturbed : array-like of shape (n, d)
+        The same samples, perturbed (row i of one is row i of the other).
+
+    Returns
+    -------
+    float
+        The share of rows i with ``predict(X_perturbed)[i] != predict(X)[i]``.
+    """
+    after, before = torch.as_tensor(predict(X_perturbed)).cpu(), torch.as_tensor(predict(X)).cpu()
+    if after.shape != before.shape:
+        raise ValueError(f"predict gave shapes {tuple(after.shape)} and {tuple(before.shape)} for X_perturbed and X")
+    return float((after != before).double().mean())
