@@ -363,7 +363,7 @@ for ax in axes[0]:
     ax.legend(fontsize=8, loc="lower right")
 axes[1, 0].legend(fontsize=8)
 rfm.book.savefig(fig, "deep_learning_phenomena_grokking_curves", output_dir=output_dir)
-plt.pixel_weights()
+plt.show()
 
 # %% [markdown]
 # {numref}`fig-dlp-grokking-curves` shows both models fitting the {glue:text}`grok_n_train` training images
@@ -420,7 +420,7 @@ for ax in axes[0, 1:]:
 fig.suptitle(f"top: RFM $\\mathrm{{diag}}(M_t)$ by iteration, square amplitude {a_faint:g}; "
              f"bottom: network $\\mathrm{{diag}}(W_0^\\top W_0)$ by epoch, amplitude {a0:g}", fontsize=10)
 rfm.book.savefig(fig, "deep_learning_phenomena_grokking_frames", output_dir=output_dir)
-plt.pixel_weights()
+plt.show()
 
 # %% [markdown]
 # At $t = 0$ the feature matrix is the identity (uniform weight). From the first update on, the weight drains from
@@ -545,7 +545,7 @@ axs[4].set_ylabel("test accuracy")
 axs[4].grid(alpha=0.3)
 axs[4].legend(fontsize=7)
 rfm.book.savefig(fig, "deep_learning_phenomena_lottery", output_dir=output_dir)
-plt.pixel_weights()
+plt.show()
 
 # %% [markdown]
 # The diagonal of $M$ in {numref}`fig-dlp-lottery` is concentrated on the centre of the image, where the digits are,
@@ -652,7 +652,7 @@ ax.set_ylabel("test accuracy")
 ax.set_ylim(0, 1)
 ax.legend(fontsize=7)
 rfm.book.savefig(fig, "deep_learning_phenomena_simplicity", output_dir=output_dir)
-plt.pixel_weights()
+plt.show()
 
 # %% [markdown]
 # Both models put most of their feature weight on the left, upright half ({numref}`fig-dlp-simplicity`, middle):
@@ -793,7 +793,7 @@ ax.set_ylabel("test accuracy (4 vs 9)")
 ax.set_ylim(0, 1.05)
 ax.legend(fontsize=7, loc="lower left")
 rfm.book.savefig(fig, "deep_learning_phenomena_spurious", output_dir=output_dir)
-plt.pixel_weights()
+plt.show()
 
 # %% [markdown]
 # RFM's feature map in {numref}`fig-dlp-spurious` has a bright spot on the marker, next to the digit strokes that
