@@ -633,7 +633,7 @@ titles = {None: "test image", "hard": "hard half replaced", "easy": "easy half r
 sub = gs[:, 0].subgridspec(3, 1)
 for i, r in enumerate((None, "hard", "easy")):
     ax = fig.add_subplot(sub[i])
-    ax.impixel_weights(it.pixel_map(S0["examples"][r][0], S0["shape"]), cmap="gray", interpolation="nearest")
+    ax.imshow(it.pixel_map(S0["examples"][r][0], S0["shape"]), cmap="gray", interpolation="nearest")
     ax.set_title(titles[r], fontsize=8)
     ax.set_xticks([])
     ax.set_yticks([])
@@ -726,7 +726,8 @@ def spurious(s):
     res["flip_control"] = {name: flip_rate(f, zeros, perturbed) for name, f in controls.items()}
     res["shift"] = {name: float((f(perturbed) - f(zeros)).mean()) for name, f in raw.items()}
     res["shift_control"] = {name: float((f(perturbed) - f(zeros)).mean()) for name, f in raw_controls.items()}
-    res["flip_found"] = {name: flip_rate(f, zeros, it.stamp(zeros, found, value, mode="set")) for name, f in predictors.items()}
+    stamped_found = it.stamp(zeros, found, value, mode="set")
+    res["flip_found"] = {name: flip_rate(f, zeros, stamped_found) for name, f in predictors.items()}
     res["perturbation_norm"] = float((perturbed - zeros).norm(dim=1).mean())
     res["image_norm"] = float(zeros.norm(dim=1).mean())
     res["mass_rfm"], res["mass_mlp"] = it.region_mass(res["diag"], mask), it.region_mass(res["nfm"], mask)
