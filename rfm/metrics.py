@@ -254,3 +254,28 @@ def flip_rate(predict, X, X_perturbed) -> float:
     if after.shape != before.shape:
         raise ValueError(f"predict gave shapes {tuple(after.shape)} and {tuple(before.shape)} for X_perturbed and X")
     return float((after != before).double().mean())
+
+
+def eigenvector_mass(M, coordinates, k: int = 20) -> torch.Tensor:
+    """For each of the top-``k`` eigenvectors of a symmetric ``M``, the share of its squared norm on ``coordinates``.
+
+    A share of 1 means the eigenvector lies in the span of those coordinate axes; a random unit vector in ``d``
+    dimensions puts ``len(coordinates) / d`` there on average.
+
+    Parameters
+    ----------
+    M : array-like of shape (d, d)
+        A symmetric matrix (a feature matrix, an AGOP).
+    coordinates : sequence of int
+        The coordinate axes (0-based).
+    k : int, default=20
+        How many eigenvectors, by decreasing eigenvalue.
+
+    Returns
+    -------
+    torch.Tensor of shape (k,)
+        The shares, in float64, in the order of the eigenvalues.
+    """
+    M = check_square(M, "M").detach().to(torch.float64).cpu()
+    k = check_number("k", k, low=1, high=M.shape[0], integer=True)
+    return top_eigenvectors(M, k)[list(coordinates)].square().sum(0)
