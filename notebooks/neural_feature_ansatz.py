@@ -513,11 +513,14 @@ plt.show()
 # this run that the claim says must lose; the untrained and spectrum-matched controls are explained at the top of
 # the page. The thresholds sit below the worst of seeds 0-9 of the smoke profile (the table reads
 # `results/calibration/neural_feature_ansatz.json`) with a margin of at least 0.03 (0.01 for the comparison of the
-# two powers), and all are above 0, so a control that caught up with the trained network would fail them. The
+# two powers: {glue:text}`cal_first_layer_sqrt_beats_agop1`; the first layer against its spectrum-matched
+# controls: {glue:text}`cal_first_layer_gain_over_matched`), and all are above 0, so a control that caught up with
+# the trained network would fail them. The
 # sanity check holds by construction. The claims need the feature-learning regime: they were also checked at
 # other widths, dimensions, sample sizes, initial scales and seeds (see "What we reproduced").
 
 # %%
+rfm.book.glue_calibration("neural_feature_ansatz")  # each check's rule, worst calibrated seed and margin, for the text
 checks = rfm.book.Checks("neural_feature_ansatz", P, seed=seed, device=dev, output_dir=output_dir)
 checks.claim("poly_rel_test_error", err_shallow, at_most=0.3,
              what="the one-hidden-layer network learned x1*x2: relative test error (the mean predictor's is 1)")
