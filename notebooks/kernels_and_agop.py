@@ -646,7 +646,8 @@ plt.show()
 #
 # Every threshold sits beyond the worst of seeds 0–9 of the smoke profile (`make calibrate`, table below), with a
 # margin of at least 20 % of the worst seed's value for the claims (a threshold of at most 0.8 times the smallest
-# value seen); the sanity tolerances are fixed by the arithmetic (float64 rounding; five standard errors).
+# value seen; for RFM's gain over the fixed kernel: {glue:text}`cal_r2_gain_over_laplace`); the sanity tolerances
+# are fixed by the arithmetic (float64 rounding; five standard errors).
 #
 # **Where the claims hold.** They are claims about a regime, $d$ large enough that the fixed kernel fails and $n$
 # large enough that RFM does not: we calibrated them at the defaults ($n = 2000$, $d = 100$, seeds 0–9) and reran
@@ -659,6 +660,7 @@ plt.show()
 # claim as "outside the calibrated regime", and rerun `make calibrate` at those settings to set thresholds there.
 
 # %%
+rfm.book.glue_calibration("kernels_and_agop")  # each check's rule, worst calibrated seed and margin, for the text
 checks = rfm.book.Checks("kernels_and_agop", P, seed=seed, device=dev, output_dir=output_dir)
 checks.claim("r2_gain_over_laplace", r2_rfm[-1] - r2_rfm[0], at_least=0.65,
              what="x1 x2: test R^2 of RFM's last iterate minus iteration 0 (the fixed Laplace kernel), same data")
