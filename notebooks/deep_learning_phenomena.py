@@ -237,6 +237,30 @@ print(f"MNIST: {len(mnist.y_train)} training and {len(mnist.y_test)} test digits
 # NFM every 30 epochs.
 
 # %%
+def grok_network(s, train, test, mask):
+    """The network on the grokking task by full-batch gradient descent: its accuracies and the share of its
+    first-layer NFM diagonal on the square every `grok_every` epochs, and the first record at 100 % training
+    accuracy (`fit`; the last record if it never got there)."""
+    net_log = {"epoch": [], "train_acc": [], "test_acc": [], "mass": [], "frames": []}
+
+    def log_net(net, record):
+        net_log["epoch"].append(record["epoch"])
+        net_log["train_acc"].append(accuracy(net, train.X, train.y))
+        net_log["test_acc"].append(accuracy(net, test.X, test.y))
+        d = nfm_diag(net)
+        net_log["mass"].append(it.region_mass(d, mask))
+        net_log["frames"].append(d)
+
+    net = fit_mlp(train.X, train.y, 2, s, epochs=P.grok_epochs, batch_size=None, weight_decay=P.grok_wd,
+                  callback=log_net, eval_every=P.grok_every)
+    net_log["init_frame"] = nfm_diag(net.initial())
+    net_log["init_mass"] = it.region_mass(net_log["init_frame"], mask)
+    n_log = len(net_log["train_acc"])
+    net_log["fit"] = first_reaching(range(n_log), net_log["train_acc"], 1.0, default=n_log - 1)
+    return net_log
+
+
+# %%
 def grokking(s):
     split, shape = mnist_split(s), (28, 28)
     mask = it.square_mask(shape, 3, (1, 1))
@@ -277,23 +301,7 @@ def grokking(s):
     if train.X.shape[1] <= 4096:  # a full M of the paper's 96 x 96 x 3 images would need 6 GB in float64
         full_M = fit_rfm(train.X, train.y, P.grok_iters, diag=False)
         out["fullM_test_acc"], out["fullM_mass"] = full_M.score(test.X, test.y), it.region_mass(full_M.M_, mask)
-    net_log = {"epoch": [], "train_acc": [], "test_acc": [], "mass": [], "frames": []}
-
-    def log_net(net, record):
-        net_log["epoch"].append(record["epoch"])
-        net_log["train_acc"].append(accuracy(net, train.X, train.y))
-        net_log["test_acc"].append(accuracy(net, test.X, test.y))
-        d = nfm_diag(net)
-        net_log["mass"].append(it.region_mass(d, mask))
-        net_log["frames"].append(d)
-
-    net = fit_mlp(train.X, train.y, 2, s, epochs=P.grok_epochs, batch_size=None, weight_decay=P.grok_wd,
-                  callback=log_net, eval_every=P.grok_every)
-    net_log["init_frame"] = nfm_diag(net.initial())
-    net_log["init_mass"] = it.region_mass(net_log["init_frame"], mask)
-    n_log = len(net_log["train_acc"])  # the first record at 100 % training accuracy (else the last)
-    net_log["fit"] = first_reaching(range(n_log), net_log["train_acc"], 1.0, default=n_log - 1)
-    out["mlp"] = net_log
+    out["mlp"] = net_log = grok_network(s, train, test, mask)
     out["agreement"] = rfm.matrix_correlation(out["M"], net_log["frames"][-1])
     out["agreement_init"] = rfm.matrix_correlation(out["M"], net_log["init_frame"])
     return out
@@ -682,19 +690,23 @@ plt.show()
 # on images where the marker is on half of the 4s and half of the 9s: as frequent, but independent of the label.
 
 # %%
+def spurious_images(s):
+    """Training and test images of the spurious-feature task (4 = 0 against 9 = 1, or CelebA lipstick), their shape,
+    the marker's size and value."""
+    if PAPER:  # CelebA lipstick (attribute 36), 96 x 96 x 3, with the same planted marker (8 x 8, top-left)
+        d = PAPER["celeba_lipstick"]
+        return d.X_train, d.y_train, d.X_test, d.y_test, (3, 96, 96), 8, 1.0
+    split, (a, b) = mnist_split(s), P.spurious_classes
+    keep, keep_t = torch.isin(split.y_train, torch.tensor([a, b])), torch.isin(split.y_test, torch.tensor([a, b]))
+    X, y = split.X_train[keep], (split.y_train[keep] == b).long()
+    X_test, y_test = split.X_test[keep_t], (split.y_test[keep_t] == b).long()
+    return X, y, X_test, y_test, (28, 28), 3, P.marker_value
+
+
+# %%
 def spurious(s):
     g = rfm.make_generator(3000 + s)
-    if PAPER:  # CelebA lipstick (attribute 36), 96 x 96 x 3, with the same planted marker (8 x 8, top-left)
-        d, shape, size = PAPER["celeba_lipstick"], (3, 96, 96), 8
-        X, y, X_test, y_test = d.X_train, d.y_train, d.X_test, d.y_test
-        value = 1.0
-    else:
-        split, shape, size = mnist_split(s), (28, 28), 3
-        a, b = P.spurious_classes
-        keep, keep_t = torch.isin(split.y_train, torch.tensor([a, b])), torch.isin(split.y_test, torch.tensor([a, b]))
-        X, y = split.X_train[keep], (split.y_train[keep] == b).long()
-        X_test, y_test = split.X_test[keep_t], (split.y_test[keep_t] == b).long()
-        value = P.marker_value
+    X, y, X_test, y_test, shape, size, value = spurious_images(s)
     mask = it.square_mask(shape, size, (1, 1))
     rate = P.spurious_rate
     X_marked, marked = it.add_marker(X, y, mask, (1 - rate, rate), value=value, generator=g)
@@ -958,7 +970,8 @@ for m_, label in (("rfm", "RFM"), ("mlp", "network")):
     checks.claim(f"simplicity_{m_}_easy_minus_hard_drop", drop_easy - drop_hard, at_least=EASY_DROP[m_],
                  what=f"{label}: accuracy lost when the easy half is replaced minus when the hard half is")
     checks.claim(f"simplicity_{m_}_hard_only_over_chance", mean([r[f"{m_}_hard_only"] for r in SIMPLICITY]) - 0.1,
-                 at_least=HARD_ONLY[m_], what=f"{label} trained on the hard half alone, minus chance (0.1): it carries the label")
+                 at_least=HARD_ONLY[m_],
+                 what=f"{label} trained on the hard half alone, minus chance (0.1): it carries the label")
 checks.claim("simplicity_rfm_mass_easy_gain", mean([r["mass_rfm"] - r["share_easy"] for r in SIMPLICITY]),
              at_least=0.09, what="share of diag(M) on the easy half minus its share at iteration 0 (M = I: one half)")
 checks.claim("simplicity_mlp_mass_easy_gain", mean([r["mass_mlp"] - r["mass_mlp_init"] for r in SIMPLICITY]),
@@ -980,7 +993,8 @@ for name, label in (("RFM", "rfm"), ("network", "mlp")):
 for name, label in (("RFM", "rfm"), ("network", "mlp")):
     checks.claim(f"spurious_{label}_reversal_cost",
                  mean([r["acc"][name]["as in training"] - r["acc"][name]["reversed"] for r in SPURIOUS]),
-                 at_least=REVERSAL[label], what=f"{name}: test accuracy as in training minus with the correlation reversed")
+                 at_least=REVERSAL[label],
+                 what=f"{name}: test accuracy as in training minus with the correlation reversed")
 checks.claim("spurious_laplace_less_fooled", mean([r["acc"]["Laplace"]["reversed"] - r["acc"]["RFM"]["reversed"]
                                                    for r in SPURIOUS]), at_least=0.02,
              what="reversed test: the fixed Laplace kernel's accuracy minus RFM's")
@@ -991,7 +1005,8 @@ checks.claim("spurious_found_overlap_gain", mean([r["found_overlap"] - r["share"
 # --- agreement of the two feature diagonals
 for name, runs in AGREE.items():
     checks.claim(f"agreement_{name}_vs_init", mean([r["agreement"] - r["agreement_init"] for r in runs]),
-                 at_least=AGREEMENT[name], what=f"{name}: corr(diag M, trained NFM diagonal) minus corr with the untrained one")
+                 at_least=AGREEMENT[name],
+                 what=f"{name}: corr(diag M, trained NFM diagonal) minus corr with the untrained one")
 
 # %%
 checks.record(
