@@ -238,9 +238,7 @@ print(f"MNIST: {len(mnist.y_train)} training and {len(mnist.y_test)} test digits
 
 # %%
 def grok_network(s, train, test, mask):
-    """The network on the grokking task by full-batch gradient descent: its accuracies and the share of its
-    first-layer NFM diagonal on the square every `grok_every` epochs, and the first record at 100 % training
-    accuracy (`fit`; the last record if it never got there)."""
+    """The network's accuracies and NFM mass on the square by epoch; `fit`: its first record at 100 % training."""
     net_log = {"epoch": [], "train_acc": [], "test_acc": [], "mass": [], "frames": []}
 
     def log_net(net, record):
@@ -486,7 +484,7 @@ def lottery(s):
         X_test = X_test + P.lottery_noise * torch.randn(X_test.shape, generator=g)
     model = fit_rfm(X, y, P.lottery_iters)
     diag = model.M_
-    plain = lambda Xtr, Xte: fit_rfm(Xtr, y, 0).score(Xte, y_test)  # noqa: E731
+    plain = lambda Xtr, Xte: fit_rfm(Xtr, y, 0).score(Xte, y_test)
     res = {"shape": shape, "diag": diag, "X_test": X_test, "acc_rfm": model.score(X_test, y_test),
            "acc_laplace_all": plain(X, X_test)}
     sweep = []
@@ -593,7 +591,7 @@ def simplicity(s):
         n = P.n_simplicity
         easy, easy_y = split.X_train[:n], split.y_train[:n]
         easy_t, easy_ty = split.X_test, split.y_test
-        angles = lambda k: (2 * torch.rand(k, generator=g) - 1) * P.max_angle  # noqa: E731
+        angles = lambda k: (2 * torch.rand(k, generator=g) - 1) * P.max_angle
         hard, hard_y = it.rotate_images(split.X_train[n:], angles(len(split.y_train) - n)), split.y_train[n:]
         hard_t, hard_ty = it.rotate_images(split.X_test, angles(len(split.y_test))), split.y_test
     train = it.two_half_task(easy, easy_y, hard, hard_y, shape=shape, generator=g)
@@ -691,8 +689,7 @@ plt.show()
 
 # %%
 def spurious_images(s):
-    """Training and test images of the spurious-feature task (4 = 0 against 9 = 1, or CelebA lipstick), their shape,
-    the marker's size and value."""
+    """Images and labels (4 = 0, 9 = 1; or CelebA lipstick), image shape, marker size and value."""
     if PAPER:  # CelebA lipstick (attribute 36), 96 x 96 x 3, with the same planted marker (8 x 8, top-left)
         d = PAPER["celeba_lipstick"]
         return d.X_train, d.y_train, d.X_test, d.y_test, (3, 96, 96), 8, 1.0
