@@ -162,10 +162,6 @@ def fit_mlp(X, y, n_classes, s, *, epochs=None, batch_size="default", weight_dec
         generator=s, device=dev, threads=P.threads, callback=callback, eval_every=eval_every)
 
 
-def accuracy(net, X, y):
-    return rfm.accuracy(y, netclf.predict_classes(net, X))
-
-
 def nfm_diag(net):
     return nets.nfm(net, 0, diagonal=True).cpu()
 
@@ -243,8 +239,8 @@ def grok_network(s, train, test, mask):
 
     def log_net(net, record):
         net_log["epoch"].append(record["epoch"])
-        net_log["train_acc"].append(accuracy(net, train.X, train.y))
-        net_log["test_acc"].append(accuracy(net, test.X, test.y))
+        net_log["train_acc"].append(netclf.classifier_accuracy(net, train.X, train.y))
+        net_log["test_acc"].append(netclf.classifier_accuracy(net, test.X, test.y))
         d = nfm_diag(net)
         net_log["mass"].append(it.region_mass(d, mask))
         net_log["frames"].append(d)
@@ -499,11 +495,11 @@ def lottery(s):
     res["sweep"] = sweep
     mask, rand = res["mask"], res["random_mask"]
     net_all = fit_mlp(X, y, n_classes, s)
-    res["acc_mlp_all"] = accuracy(net_all, X_test, y_test)
+    res["acc_mlp_all"] = netclf.classifier_accuracy(net_all, X_test, y_test)
     net_mask = fit_mlp(X[:, mask], y, n_classes, s)
-    res["acc_mlp_mask"] = accuracy(net_mask, X_test[:, mask], y_test)
+    res["acc_mlp_mask"] = netclf.classifier_accuracy(net_mask, X_test[:, mask], y_test)
     net_rand = fit_mlp(X[:, rand], y, n_classes, s)
-    res["acc_mlp_random"] = accuracy(net_rand, X_test[:, rand], y_test)
+    res["acc_mlp_random"] = netclf.classifier_accuracy(net_rand, X_test[:, rand], y_test)
     res["nfm"] = nfm_diag(net_all)
     res["agreement"] = rfm.matrix_correlation(diag, res["nfm"])
     res["agreement_init"] = rfm.matrix_correlation(diag, nfm_diag(net_all.initial()))
@@ -605,9 +601,9 @@ def simplicity(s):
     res["rfm_hard_only"] = fit_rfm(train.X[:, ~easy_mask], y, P.simplicity_iters).score(
         tests[None].X[:, ~easy_mask], y_test)
     net = fit_mlp(train.X, y, 10, s)
-    res["mlp"] = {r: accuracy(net, t.X, y_test) for r, t in tests.items()}
+    res["mlp"] = {r: netclf.classifier_accuracy(net, t.X, y_test) for r, t in tests.items()}
     net_hard = fit_mlp(train.X[:, ~easy_mask], y, 10, s)
-    res["mlp_hard_only"] = accuracy(net_hard, tests[None].X[:, ~easy_mask], y_test)
+    res["mlp_hard_only"] = netclf.classifier_accuracy(net_hard, tests[None].X[:, ~easy_mask], y_test)
     res["diag"], res["nfm"], nfm0 = model.M_, nfm_diag(net), nfm_diag(net.initial())
     res["mass_rfm"], res["mass_mlp"] = it.region_mass(res["diag"], easy_mask), it.region_mass(res["nfm"], easy_mask)
     res["mass_mlp_init"] = it.region_mass(nfm0, easy_mask)
