@@ -86,8 +86,11 @@ import torch
 import rfm
 import rfm.book
 from rfm import nets
+from rfm.book.plots import pixel_weights
 from rfm.data import images as it
+from rfm.metrics import flip_rate
 from rfm.nets import classifier as netclf
+from rfm.nets.curves import first_reaching
 
 start = time.perf_counter()
 P = rfm.book.settings(
@@ -159,35 +162,12 @@ def fit_mlp(X, y, n_classes, s, *, epochs=None, batch_size="default", weight_dec
         generator=s, device=dev, threads=P.threads, callback=callback, eval_every=eval_every)
 
 
-def accuracy(pred, y):
-    return rfm.accuracy(torch.as_tensor(y).cpu(), torch.as_tensor(pred).cpu())
-
-
 def nfm_diag(net):
     return nets.nfm(net, 0, diagonal=True).cpu()
 
 
-def agreement(diag_M, diag_nfm):
-    """Pearson correlation, over the pixels, of RFM's diag(M) and a network's first-layer NFM diagonal."""
-    return rfm.matrix_correlation(torch.as_tensor(diag_M).double(), torch.as_tensor(diag_nfm).double())
-
-
-def show(ax, diag, shape, title, cmap="viridis"):
-    """A per-pixel weight as an image, with labelled axes."""
-    im = ax.imshow(it.pixel_map(diag, shape).numpy(), cmap=cmap, interpolation="nearest")
-    ax.set_title(title, fontsize=9)
-    ax.set_xlabel("pixel column", fontsize=8)
-    ax.set_ylabel("pixel row", fontsize=8)
-    ax.tick_params(labelsize=7)
-    return im
-
-
 def mean(vals):
     return float(np.mean(vals))
-
-
-def glue(name, value, fmt="{:.2f}"):
-    return rfm.book.glue(name, value, fmt)
 
 
 # %% [markdown]
@@ -253,6 +233,28 @@ print(f"MNIST: {len(mnist.y_train)} training and {len(mnist.y_test)} test digits
 # NFM every 30 epochs.
 
 # %%
+def grok_network(s, train, test, mask):
+    """The network's accuracies and NFM mass on the square by epoch; `fit`: its first record at 100 % training."""
+    net_log = {"epoch": [], "train_acc": [], "test_acc": [], "mass": [], "frames": []}
+
+    def log_net(net, record):
+        net_log["epoch"].append(record["epoch"])
+        net_log["train_acc"].append(netclf.classifier_accuracy(net, train.X, train.y))
+        net_log["test_acc"].append(netclf.classifier_accuracy(net, test.X, test.y))
+        d = nfm_diag(net)
+        net_log["mass"].append(it.region_mass(d, mask))
+        net_log["frames"].append(d)
+
+    net = fit_mlp(train.X, train.y, 2, s, epochs=P.grok_epochs, batch_size=None, weight_decay=P.grok_wd,
+                  callback=log_net, eval_every=P.grok_every)
+    net_log["init_frame"] = nfm_diag(net.initial())
+    net_log["init_mass"] = it.region_mass(net_log["init_frame"], mask)
+    n_log = len(net_log["train_acc"])
+    net_log["fit"] = first_reaching(range(n_log), net_log["train_acc"], 1.0, default=n_log - 1)
+    return net_log
+
+
+# %%
 def grokking(s):
     split, shape = mnist_split(s), (28, 28)
     mask = it.square_mask(shape, 3, (1, 1))
@@ -293,32 +295,13 @@ def grokking(s):
     if train.X.shape[1] <= 4096:  # a full M of the paper's 96 x 96 x 3 images would need 6 GB in float64
         full_M = fit_rfm(train.X, train.y, P.grok_iters, diag=False)
         out["fullM_test_acc"], out["fullM_mass"] = full_M.score(test.X, test.y), it.region_mass(full_M.M_, mask)
-    net_log = {"epoch": [], "train_acc": [], "test_acc": [], "mass": [], "frames": []}
-
-    def log_net(net, record):
-        net_log["epoch"].append(record["epoch"])
-        net_log["train_acc"].append(accuracy(netclf.predict_classes(net, train.X), train.y))
-        net_log["test_acc"].append(accuracy(netclf.predict_classes(net, test.X), test.y))
-        d = nfm_diag(net)
-        net_log["mass"].append(it.region_mass(d, mask))
-        net_log["frames"].append(d)
-
-    net = fit_mlp(train.X, train.y, 2, s, epochs=P.grok_epochs, batch_size=None, weight_decay=P.grok_wd,
-                  callback=log_net, eval_every=P.grok_every)
-    net_log["init_frame"] = nfm_diag(net.initial())
-    net_log["init_mass"] = it.region_mass(net_log["init_frame"], mask)
-    net_log["fit"] = fit_index(net_log)
-    out["mlp"] = net_log
-    out["agreement"] = agreement(out["M"], net_log["frames"][-1])
-    out["agreement_init"] = agreement(out["M"], net_log["init_frame"])
+    out["mlp"] = net_log = grok_network(s, train, test, mask)
+    out["agreement"] = rfm.matrix_correlation(out["M"], net_log["frames"][-1])
+    out["agreement_init"] = rfm.matrix_correlation(out["M"], net_log["init_frame"])
     return out
 
 
-def fit_index(log):
-    """The first record with 100 % training accuracy (the last record if the network never got there)."""
-    return next((i for i, v in enumerate(log["train_acc"]) if v == 1.0), len(log["train_acc"]) - 1)
-
-
+# %%
 GROK = [grokking(s) for s in SEEDS]
 g0 = GROK[0]
 a0 = max(g0["rfm"])
@@ -334,34 +317,27 @@ print(f"network: 100 % training accuracy first at epoch {m['epoch'][first_fit]},
       f"{m['test_acc'][first_fit]:.3f}; at epoch {m['epoch'][-1]}: test {m['test_acc'][-1]:.3f}, NFM mass on the "
       f"square {m['mass'][-1]:.2f} (at initialisation {m['init_mass']:.3f}; pixel share {g0['share']:.3f})")
 rec0 = g0["rfm"][a0]
-glue("grok_n_train", sum(g0["counts"][0]), "{:d}")
-glue("grok_rfm_acc0", rec0["test_acc"][0])
-glue("grok_rfm_acc_final", rec0["test_acc"][-1])
-glue("grok_rfm_mass_final", rec0["mass"][-1])
-glue("grok_share", g0["share"], "{:.3f}")
-glue("grok_shuffled_mass", g0["shuffled_mass"], "{:.3f}")
-glue("grok_fullM_acc", g0["fullM_test_acc"])
-glue("grok_mlp_fit_epoch", m["epoch"][first_fit], "{:d}")
-glue("grok_mlp_acc_fit", m["test_acc"][first_fit])
-glue("grok_mlp_acc_final", m["test_acc"][-1])
-glue("grok_mlp_epochs", m["epoch"][-1], "{:d}")
-glue("grok_mlp_mass_init", m["init_mass"], "{:.3f}")
-glue("grok_mlp_mass_final", m["mass"][-1])
+rfm.book.glue_many(fmt="{:d}", grok_n_train=sum(g0["counts"][0]), grok_mlp_fit_epoch=m["epoch"][first_fit],
+                   grok_mlp_epochs=m["epoch"][-1])
+rfm.book.glue_many(fmt="{:.3f}", grok_share=g0["share"], grok_shuffled_mass=g0["shuffled_mass"],
+                   grok_mlp_mass_init=m["init_mass"])
+rfm.book.glue_many(fmt="{:.2f}", grok_rfm_acc0=rec0["test_acc"][0], grok_rfm_acc_final=rec0["test_acc"][-1],
+                   grok_rfm_mass_final=rec0["mass"][-1], grok_fullM_acc=g0["fullM_test_acc"],
+                   grok_mlp_acc_fit=m["test_acc"][first_fit], grok_mlp_acc_final=m["test_acc"][-1],
+                   grok_mlp_mass_final=m["mass"][-1])
 if len(g0["rfm"]) > 1:
     a_mid0 = sorted(g0["rfm"])[len(g0["rfm"]) // 2]
     mid0, faint0 = g0["rfm"][a_mid0], g0["rfm"][min(g0["rfm"])]
-    glue("grok_mid_a", a_mid0, "{:g}")
-    glue("grok_mid_acc1", mid0["test_acc"][1])
-    glue("grok_mid_mass1", mid0["mass"][1])
-    glue("grok_mid_acc2", mid0["test_acc"][2])
-    jump = next((t for t, v in enumerate(faint0["test_acc"]) if v >= 0.9), None)
-    glue("grok_faint_a", min(g0["rfm"]), "{:g}")
-    glue("grok_faint_outcome", f"first reaches 90 % at iteration {jump}" if jump is not None else
-         f"is still at {faint0['test_acc'][-1]:.2f} after {len(faint0['test_acc']) - 1} iterations", "{}")
-    calib = rfm.book.load_calibration("deep_learning_phenomena") or {}
-    found = [v for v in calib.get("measured", {}).get("grok_faintest_found", []) if v is not None]
-    glue("grok_faint_found", f"{sum(v >= 0.5 for v in found):.0f} of the {len(found)} seeds" if found else
-         "(no calibration committed)", "{}")
+    rfm.book.glue_many(fmt="{:g}", grok_mid_a=a_mid0, grok_faint_a=min(g0["rfm"]))
+    rfm.book.glue_many(fmt="{:.2f}", grok_mid_acc1=mid0["test_acc"][1], grok_mid_mass1=mid0["mass"][1],
+                       grok_mid_acc2=mid0["test_acc"][2])
+    jump = first_reaching(range(len(faint0["test_acc"])), faint0["test_acc"], 0.9)
+    found = rfm.book.calibration_values("deep_learning_phenomena", "grok_faintest_found")
+    rfm.book.glue_many(
+        grok_faint_outcome=f"first reaches 90 % at iteration {jump}" if jump is not None else
+        f"is still at {faint0['test_acc'][-1]:.2f} after {len(faint0['test_acc']) - 1} iterations",
+        grok_faint_found=f"{sum(v >= 0.5 for v in found):.0f} of the {len(found)} seeds" if found else
+        "(no calibration committed)")
 
 # %% mystnb={"figure": {"caption": "Grokking. Left: RFM's test accuracy (top) and the share of diag(M) on the nine square pixels (bottom) by iteration, at three square amplitudes; the training accuracy is 100 % throughout (dashed). Right: the network at a = 0.3, by epoch of full-batch gradient descent, with the share of its first-layer NFM diagonal on the square; the dotted line marks the first epoch at 100 % training accuracy.", "name": "fig-dlp-grokking-curves"}}
 fig, axes = plt.subplots(2, 2, figsize=(11, 6.2), sharex="col", constrained_layout=True)
@@ -426,7 +402,7 @@ fig, axes = plt.subplots(2, cols, figsize=(1.6 * cols, 4.9), constrained_layout=
 for t in range(cols):
     ax = axes[0, t]
     if t < n_frames:
-        show(ax, faint["frames"][t], g0["shape"], f"t = {t}\nacc {faint['test_acc'][t]:.2f}")
+        pixel_weights(ax, faint["frames"][t], g0["shape"], f"t = {t}\nacc {faint['test_acc'][t]:.2f}")
     else:
         ax.axis("off")
 net_frames = [("init", g0["mlp"]["init_frame"], None)] + [(f"epoch {m['epoch'][i]}", m["frames"][i],
@@ -435,7 +411,7 @@ for t in range(cols):
     ax = axes[1, t]
     if t < len(net_frames):
         name, frame, acc = net_frames[t]
-        show(ax, frame, g0["shape"], name + ("" if acc is None else f"\nacc {acc:.2f}"), cmap="magma")
+        pixel_weights(ax, frame, g0["shape"], name + ("" if acc is None else f"\nacc {acc:.2f}"), cmap="magma")
     else:
         ax.axis("off")
 for ax in axes.flat:
@@ -467,9 +443,8 @@ acc_centred, mass_centred = centred.score(test.X, test.y), it.region_mass(centre
 acc_uncentred = g0["rfm"][a_mid]["test_acc"][-1]
 print(f"a = {a_mid:g}, {P.grok_iters} iterations. Centred AGOP: test accuracy {acc_centred:.3f}, mass on the square "
       f"{mass_centred:.3f}; uncentred: {acc_uncentred:.3f}, {g0['rfm'][a_mid]['mass'][-1]:.3f}")
-glue("grok_centred_a", a_mid, "{:g}")
-glue("grok_centred_acc", acc_centred)
-glue("grok_uncentred_acc", acc_uncentred)
+rfm.book.glue("grok_centred_a", a_mid, "{:g}")
+rfm.book.glue_many(fmt="{:.2f}", grok_centred_acc=acc_centred, grok_uncentred_acc=acc_uncentred)
 
 # %% [markdown]
 # At $a = $ {glue:text}`grok_centred_a` the centred RFM ends at a test accuracy of {glue:text}`grok_centred_acc`,
@@ -505,7 +480,7 @@ def lottery(s):
         X_test = X_test + P.lottery_noise * torch.randn(X_test.shape, generator=g)
     model = fit_rfm(X, y, P.lottery_iters)
     diag = model.M_
-    plain = lambda Xtr, Xte: fit_rfm(Xtr, y, 0).score(Xte, y_test)  # noqa: E731
+    plain = lambda Xtr, Xte: fit_rfm(Xtr, y, 0).score(Xte, y_test)
     res = {"shape": shape, "diag": diag, "X_test": X_test, "acc_rfm": model.score(X_test, y_test),
            "acc_laplace_all": plain(X, X_test)}
     sweep = []
@@ -520,17 +495,18 @@ def lottery(s):
     res["sweep"] = sweep
     mask, rand = res["mask"], res["random_mask"]
     net_all = fit_mlp(X, y, n_classes, s)
-    res["acc_mlp_all"] = accuracy(netclf.predict_classes(net_all, X_test), y_test)
+    res["acc_mlp_all"] = netclf.classifier_accuracy(net_all, X_test, y_test)
     net_mask = fit_mlp(X[:, mask], y, n_classes, s)
-    res["acc_mlp_mask"] = accuracy(netclf.predict_classes(net_mask, X_test[:, mask]), y_test)
+    res["acc_mlp_mask"] = netclf.classifier_accuracy(net_mask, X_test[:, mask], y_test)
     net_rand = fit_mlp(X[:, rand], y, n_classes, s)
-    res["acc_mlp_random"] = accuracy(netclf.predict_classes(net_rand, X_test[:, rand]), y_test)
+    res["acc_mlp_random"] = netclf.classifier_accuracy(net_rand, X_test[:, rand], y_test)
     res["nfm"] = nfm_diag(net_all)
-    res["agreement"] = agreement(diag, res["nfm"])
-    res["agreement_init"] = agreement(diag, nfm_diag(net_all.initial()))
+    res["agreement"] = rfm.matrix_correlation(diag, res["nfm"])
+    res["agreement_init"] = rfm.matrix_correlation(diag, nfm_diag(net_all.initial()))
     return res
 
 
+# %%
 LOTTERY = [lottery(s) for s in SEEDS]
 L0 = LOTTERY[0]
 print(f"kept {L0['k']} of {len(L0['diag'])} pixels (diag(M) > {P.lottery_frac:g} max)")
@@ -539,23 +515,21 @@ print(f"{'plain Laplace kernel':24s}{L0['acc_laplace_all']:12.3f}{L0['acc_laplac
       f"{L0['acc_laplace_random']:9.3f}")
 print(f"{'network':24s}{L0['acc_mlp_all']:12.3f}{L0['acc_mlp_mask']:10.3f}{L0['acc_mlp_random']:9.3f}")
 print(f"(RFM itself, all pixels: {L0['acc_rfm']:.3f})")
-glue("lot_k", L0["k"], "{:d}")
-glue("lot_d", len(L0["diag"]), "{:d}")
-glue("lot_k5", next(r["k"] for r in L0["sweep"] if r["frac"] == min(P.lottery_sweep, key=lambda f: abs(f - 0.05))),
-     "{:d}")
-for key in ("acc_laplace_all", "acc_laplace_mask", "acc_laplace_random", "acc_mlp_all", "acc_mlp_mask",
-            "acc_mlp_random"):
-    glue(f"lot_{key}", L0[key], "{:.3f}")
+frac5 = min(P.lottery_sweep, key=lambda f: abs(f - 0.05))
+rfm.book.glue_many(fmt="{:d}", lot_k=L0["k"], lot_d=len(L0["diag"]),
+                   lot_k5=next(r["k"] for r in L0["sweep"] if r["frac"] == frac5))
+rfm.book.glue_many({k: L0[k] for k in ("acc_laplace_all", "acc_laplace_mask", "acc_laplace_random", "acc_mlp_all",
+                                       "acc_mlp_mask", "acc_mlp_random")}, "{:.3f}", prefix="lot_")
 
 # %% mystnb={"figure": {"caption": "Lottery tickets on noisy MNIST. From the left: RFM's diag(M) after one iteration; the pixels above 20 % of its largest entry; a noisy test image and the pixels kept of it. Right: test accuracy of a plain Laplace kernel trained on RFM's top pixels, on as many random pixels, and on all pixels, as the threshold varies (the star: the network on RFM's pixels at 20 %; dotted: the network on all pixels).", "name": "fig-dlp-lottery"}}
 fig = plt.figure(figsize=(12, 3.4), constrained_layout=True)
 gs = fig.add_gridspec(1, 5, width_ratios=[1, 1, 1, 1, 2.2])
 axs = [fig.add_subplot(gs[0, i]) for i in range(5)]
-show(axs[0], L0["diag"], L0["shape"], "RFM diag(M)")
-show(axs[1], L0["mask"].double(), L0["shape"], f"kept pixels ({L0['k']})", cmap="gray")
+pixel_weights(axs[0], L0["diag"], L0["shape"], "RFM diag(M)")
+pixel_weights(axs[1], L0["mask"].double(), L0["shape"], f"kept pixels ({L0['k']})", cmap="gray")
 example = L0["X_test"][0]
-show(axs[2], example, L0["shape"], "a noisy test image", cmap="gray")
-show(axs[3], example * L0["mask"], L0["shape"], "the pixels kept", cmap="gray")
+pixel_weights(axs[2], example, L0["shape"], "a noisy test image", cmap="gray")
+pixel_weights(axs[3], example * L0["mask"], L0["shape"], "the pixels kept", cmap="gray")
 ks = [r["k"] for r in L0["sweep"]]
 axs[4].plot(ks, [r["acc_mask"] for r in L0["sweep"]], marker="o", label="Laplace on RFM's top pixels")
 axs[4].plot(ks, [r["acc_random"] for r in L0["sweep"]], marker="s", label="Laplace on random pixels")
@@ -613,7 +587,7 @@ def simplicity(s):
         n = P.n_simplicity
         easy, easy_y = split.X_train[:n], split.y_train[:n]
         easy_t, easy_ty = split.X_test, split.y_test
-        angles = lambda k: (2 * torch.rand(k, generator=g) - 1) * P.max_angle  # noqa: E731
+        angles = lambda k: (2 * torch.rand(k, generator=g) - 1) * P.max_angle
         hard, hard_y = it.rotate_images(split.X_train[n:], angles(len(split.y_train) - n)), split.y_train[n:]
         hard_t, hard_ty = it.rotate_images(split.X_test, angles(len(split.y_test))), split.y_test
     train = it.two_half_task(easy, easy_y, hard, hard_y, shape=shape, generator=g)
@@ -627,17 +601,18 @@ def simplicity(s):
     res["rfm_hard_only"] = fit_rfm(train.X[:, ~easy_mask], y, P.simplicity_iters).score(
         tests[None].X[:, ~easy_mask], y_test)
     net = fit_mlp(train.X, y, 10, s)
-    res["mlp"] = {r: accuracy(netclf.predict_classes(net, t.X), y_test) for r, t in tests.items()}
+    res["mlp"] = {r: netclf.classifier_accuracy(net, t.X, y_test) for r, t in tests.items()}
     net_hard = fit_mlp(train.X[:, ~easy_mask], y, 10, s)
-    res["mlp_hard_only"] = accuracy(netclf.predict_classes(net_hard, tests[None].X[:, ~easy_mask]), y_test)
+    res["mlp_hard_only"] = netclf.classifier_accuracy(net_hard, tests[None].X[:, ~easy_mask], y_test)
     res["diag"], res["nfm"], nfm0 = model.M_, nfm_diag(net), nfm_diag(net.initial())
     res["mass_rfm"], res["mass_mlp"] = it.region_mass(res["diag"], easy_mask), it.region_mass(res["nfm"], easy_mask)
     res["mass_mlp_init"] = it.region_mass(nfm0, easy_mask)
-    res["agreement"] = agreement(res["diag"], res["nfm"])
-    res["agreement_init"] = agreement(res["diag"], nfm0)
+    res["agreement"] = rfm.matrix_correlation(res["diag"], res["nfm"])
+    res["agreement_init"] = rfm.matrix_correlation(res["diag"], nfm0)
     return res
 
 
+# %%
 SIMPLICITY = [simplicity(s) for s in SEEDS]
 S0 = SIMPLICITY[0]
 print(f"{'test accuracy':16s}{'both halves':>12s}{'hard replaced':>15s}{'easy replaced':>15s}{'hard half only':>16s}"
@@ -648,12 +623,10 @@ for name in ("rfm", "mlp"):
           f"{S0[name + '_hard_only']:16.3f}{S0['mass_' + name]:21.2f}")
 print(f"network NFM weight on the easy half at initialisation: {S0['mass_mlp_init']:.3f}")
 for name in ("rfm", "mlp"):
-    glue(f"simp_{name}_clean", S0[name][None])
-    glue(f"simp_{name}_hard", S0[name]["hard"])
-    glue(f"simp_{name}_easy", S0[name]["easy"])
-    glue(f"simp_{name}_hard_only", S0[name + "_hard_only"])
-    glue(f"simp_{name}_mass", S0["mass_" + name])
-glue("simp_mlp_mass_init", S0["mass_mlp_init"])
+    rfm.book.glue_many(dict(clean=S0[name][None], hard=S0[name]["hard"], easy=S0[name]["easy"],
+                            hard_only=S0[name + "_hard_only"], mass=S0["mass_" + name]), "{:.2f}",
+                       prefix=f"simp_{name}_")
+rfm.book.glue("simp_mlp_mass_init", S0["mass_mlp_init"], "{:.2f}")
 
 # %% mystnb={"figure": {"caption": "Simplicity bias. Left: a test image (upright digit left, rotated digit of the same class right) and the same image with its hard or its easy half replaced by another class's digit. Middle: RFM's diag(M) and the network's first-layer NFM diagonal over the 28 x 56 pixels. Right: test accuracies of both models on the three test sets, and of each model trained on the hard half alone.", "name": "fig-dlp-simplicity"}}
 fig = plt.figure(figsize=(12, 3.3), constrained_layout=True)
@@ -666,8 +639,8 @@ for i, r in enumerate((None, "hard", "easy")):
     ax.set_title(titles[r], fontsize=8)
     ax.set_xticks([])
     ax.set_yticks([])
-show(fig.add_subplot(gs[:, 1]), S0["diag"], S0["shape"], "RFM diag(M)")
-show(fig.add_subplot(gs[:, 2]), S0["nfm"], S0["shape"], "network diag($W_0^\\top W_0$)", cmap="magma")
+pixel_weights(fig.add_subplot(gs[:, 1]), S0["diag"], S0["shape"], "RFM diag(M)")
+pixel_weights(fig.add_subplot(gs[:, 2]), S0["nfm"], S0["shape"], "network diag($W_0^\\top W_0$)", cmap="magma")
 ax = fig.add_subplot(gs[:, 3])
 xs = np.arange(4)
 labels = ["both halves", "hard\nreplaced", "easy\nreplaced", "hard half\nalone"]
@@ -711,19 +684,22 @@ plt.show()
 # on images where the marker is on half of the 4s and half of the 9s: as frequent, but independent of the label.
 
 # %%
+def spurious_images(s):
+    """Images and labels (4 = 0, 9 = 1; or CelebA lipstick), image shape, marker size and value."""
+    if PAPER:  # CelebA lipstick (attribute 36), 96 x 96 x 3, with the same planted marker (8 x 8, top-left)
+        d = PAPER["celeba_lipstick"]
+        return d.X_train, d.y_train, d.X_test, d.y_test, (3, 96, 96), 8, 1.0
+    split, (a, b) = mnist_split(s), P.spurious_classes
+    keep, keep_t = torch.isin(split.y_train, torch.tensor([a, b])), torch.isin(split.y_test, torch.tensor([a, b]))
+    X, y = split.X_train[keep], (split.y_train[keep] == b).long()
+    X_test, y_test = split.X_test[keep_t], (split.y_test[keep_t] == b).long()
+    return X, y, X_test, y_test, (28, 28), 3, P.marker_value
+
+
+# %%
 def spurious(s):
     g = rfm.make_generator(3000 + s)
-    if PAPER:  # CelebA lipstick (attribute 36), 96 x 96 x 3, with the same planted marker (8 x 8, top-left)
-        d, shape, size = PAPER["celeba_lipstick"], (3, 96, 96), 8
-        X, y, X_test, y_test = d.X_train, d.y_train, d.X_test, d.y_test
-        value = 1.0
-    else:
-        split, shape, size = mnist_split(s), (28, 28), 3
-        a, b = P.spurious_classes
-        keep, keep_t = torch.isin(split.y_train, torch.tensor([a, b])), torch.isin(split.y_test, torch.tensor([a, b]))
-        X, y = split.X_train[keep], (split.y_train[keep] == b).long()
-        X_test, y_test = split.X_test[keep_t], (split.y_test[keep_t] == b).long()
-        value = P.marker_value
+    X, y, X_test, y_test, shape, size, value = spurious_images(s)
     mask = it.square_mask(shape, size, (1, 1))
     rate = P.spurious_rate
     X_marked, marked = it.add_marker(X, y, mask, (1 - rate, rate), value=value, generator=g)
@@ -745,31 +721,29 @@ def spurious(s):
                     "network": lambda Z: net_c(Z.to(dev))[:, 0].detach().cpu().double()}
     res = {"shape": shape, "mask": mask, "share": float(mask.double().mean()), "diag": model.M_, "nfm": nfm_diag(net),
            "n": (len(y), len(y_test)), "example": tests["as in training"][y_test == 1][0]}
-    res["acc"] = {name: {t: accuracy(f(Z), y_test) for t, Z in tests.items()} for name, f in predictors.items()}
+    res["acc"] = {name: {t: rfm.accuracy(y_test, f(Z)) for t, Z in tests.items()} for name, f in predictors.items()}
     # where RFM's features are: its top pixels, as many as the marker has
     found = it.top_k_mask(res["diag"], int(mask.sum()))
     res["found"], res["found_overlap"] = found, float((found & mask).sum() / mask.sum())
     zeros = X_test[y_test == 0]
-
-    def flips(f, Z):
-        return float((torch.as_tensor(f(Z)).cpu() != torch.as_tensor(f(zeros)).cpu()).double().mean())
-
     perturbed = it.stamp(zeros, mask, value, mode="set")
-    res["flip"] = {name: flips(f, perturbed) for name, f in predictors.items()}
-    res["flip_control"] = {name: flips(f, perturbed) for name, f in controls.items()}
+    res["flip"] = {name: flip_rate(f, zeros, perturbed) for name, f in predictors.items()}
+    res["flip_control"] = {name: flip_rate(f, zeros, perturbed) for name, f in controls.items()}
     res["shift"] = {name: float((f(perturbed) - f(zeros)).mean()) for name, f in raw.items()}
     res["shift_control"] = {name: float((f(perturbed) - f(zeros)).mean()) for name, f in raw_controls.items()}
-    res["flip_found"] = {name: flips(f, it.stamp(zeros, found, value, mode="set")) for name, f in predictors.items()}
+    stamped_found = it.stamp(zeros, found, value, mode="set")
+    res["flip_found"] = {name: flip_rate(f, zeros, stamped_found) for name, f in predictors.items()}
     res["perturbation_norm"] = float((perturbed - zeros).norm(dim=1).mean())
     res["image_norm"] = float(zeros.norm(dim=1).mean())
     res["mass_rfm"], res["mass_mlp"] = it.region_mass(res["diag"], mask), it.region_mass(res["nfm"], mask)
     res["mass_rfm_control"] = it.region_mass(model_c.M_, mask)
     res["mass_mlp_control"] = it.region_mass(nfm_diag(net_c), mask)
-    res["agreement"] = agreement(res["diag"], res["nfm"])
-    res["agreement_init"] = agreement(res["diag"], nfm_diag(net.initial()))
+    res["agreement"] = rfm.matrix_correlation(res["diag"], res["nfm"])
+    res["agreement_init"] = rfm.matrix_correlation(res["diag"], nfm_diag(net.initial()))
     return res
 
 
+# %%
 SPURIOUS = [spurious(s) for s in SEEDS]
 R0 = SPURIOUS[0]
 print(f"{R0['n'][0]} training and {R0['n'][1]} test images; the marker is {int(R0['mask'].sum())} of "
@@ -786,37 +760,33 @@ print(f"share on the marker: RFM diag(M) {R0['mass_rfm']:.2f} (control {R0['mass
 print(f"the perturbation has norm {R0['perturbation_norm']:.2f}, a 4 has norm {R0['image_norm']:.1f} on average")
 for name in ("Laplace", "RFM", "network"):
     key = name.lower()
-    for t, v in R0["acc"][name].items():
-        glue(f"spur_{key}_{t.replace(' ', '_')}", v)
-    glue(f"spur_flip_{key}", R0["flip"][name])
-    glue(f"spur_flip_found_{key}", R0["flip_found"][name])
+    rfm.book.glue_many({f"{key}_{t.replace(' ', '_')}": v for t, v in R0["acc"][name].items()}, "{:.2f}",
+                       prefix="spur_", **{f"flip_{key}": R0["flip"][name], f"flip_found_{key}": R0["flip_found"][name]})
 for name in ("RFM", "network"):
-    glue(f"spur_flip_control_{name.lower()}", R0["flip_control"][name])
-    glue(f"spur_shift_{name.lower()}", R0["shift"][name])
-    glue(f"spur_shift_control_{name.lower()}", R0["shift_control"][name], "{:.3f}")
-glue("spur_mass_rfm", R0["mass_rfm"])
-cal = (rfm.book.load_calibration("deep_learning_phenomena") or {}).get("measured", {})
-for key, name in (("spurious_flip_mlp_minus_control", "spur_cal_flip_mlp"),
-                  ("spurious_shift_mlp", "spur_cal_shift_mlp")):
-    vals = [v for v in cal.get(key, []) if v is not None]
-    if key == "spurious_shift_mlp":
-        ctrl = [v for v in cal.get("spurious_shift_mlp_control", []) if v is not None]
-        vals = [a - b for a, b in zip(vals, ctrl)] if len(ctrl) == len(vals) else []
-    glue(name, f"{min(vals):.2f} to {max(vals):.2f} ({len(vals)} seeds)" if vals else "(no calibration committed)", "{}")
-glue("spur_mass_rfm_control", R0["mass_rfm_control"], "{:.3f}")
-glue("spur_mass_mlp", R0["mass_mlp"])
-glue("spur_mass_mlp_control", R0["mass_mlp_control"], "{:.3f}")
-glue("spur_share", R0["share"], "{:.3f}")
-glue("spur_overlap", R0["found_overlap"] * 100, "{:.0f}")
-glue("spur_pert_norm", R0["perturbation_norm"], "{:.1f}")
-glue("spur_image_norm", R0["image_norm"], "{:.1f}")
+    key = name.lower()
+    rfm.book.glue_many({f"flip_control_{key}": R0["flip_control"][name], f"shift_{key}": R0["shift"][name]}, "{:.2f}",
+                       prefix="spur_")
+    rfm.book.glue(f"spur_shift_control_{key}", R0["shift_control"][name], "{:.3f}")
+# the calibration's range of the network's flip rate and output shift beyond its control
+flip_cal = rfm.book.calibration_values("deep_learning_phenomena", "spurious_flip_mlp_minus_control")
+shift_cal = rfm.book.calibration_values("deep_learning_phenomena", "spurious_shift_mlp")
+shift_ctrl = rfm.book.calibration_values("deep_learning_phenomena", "spurious_shift_mlp_control")
+shift_cal = [a - b for a, b in zip(shift_cal, shift_ctrl)] if len(shift_ctrl) == len(shift_cal) else []
+rfm.book.glue_many({name: f"{min(v):.2f} to {max(v):.2f} ({len(v)} seeds)" if v else "(no calibration committed)"
+                    for name, v in (("spur_cal_flip_mlp", flip_cal), ("spur_cal_shift_mlp", shift_cal))})
+rfm.book.glue_many(fmt="{:.2f}", spur_mass_rfm=R0["mass_rfm"], spur_mass_mlp=R0["mass_mlp"])
+rfm.book.glue_many(fmt="{:.3f}", spur_mass_rfm_control=R0["mass_rfm_control"],
+                   spur_mass_mlp_control=R0["mass_mlp_control"], spur_share=R0["share"])
+rfm.book.glue_many(fmt="{:.1f}", spur_pert_norm=R0["perturbation_norm"], spur_image_norm=R0["image_norm"])
+rfm.book.glue("spur_overlap", R0["found_overlap"] * 100, "{:.0f}")
 
 # %% mystnb={"figure": {"caption": "Spurious features. From the left: a training-like 9 with the marker in the top-left corner; RFM's diag(M) and the network's first-layer NFM diagonal, both with a bright spot on the marker; test accuracies (4 vs 9) of the plain Laplace kernel, RFM and the network on test images with the marker as in training, without it, and with the correlation reversed.", "name": "fig-dlp-spurious"}}
 fig = plt.figure(figsize=(12, 3.3), constrained_layout=True)
 gs = fig.add_gridspec(1, 4, width_ratios=[1, 1, 1, 2.2])
-show(fig.add_subplot(gs[0, 0]), R0["example"], R0["shape"], "a training-like 9\n(marker top left)", cmap="gray")
-show(fig.add_subplot(gs[0, 1]), R0["diag"], R0["shape"], "RFM diag(M)")
-show(fig.add_subplot(gs[0, 2]), R0["nfm"], R0["shape"], "network diag($W_0^\\top W_0$)", cmap="magma")
+pixel_weights(fig.add_subplot(gs[0, 0]), R0["example"], R0["shape"], "a training-like 9\n(marker top left)",
+              cmap="gray")
+pixel_weights(fig.add_subplot(gs[0, 1]), R0["diag"], R0["shape"], "RFM diag(M)")
+pixel_weights(fig.add_subplot(gs[0, 2]), R0["nfm"], R0["shape"], "network diag($W_0^\\top W_0$)", cmap="magma")
 ax = fig.add_subplot(gs[0, 3])
 tests = list(R0["acc"]["RFM"])
 xs = np.arange(len(tests))
@@ -872,8 +842,8 @@ AGREE = {"grokking": GROK, "lottery": LOTTERY, "simplicity": SIMPLICITY, "spurio
 for name, runs in AGREE.items():
     trained, init = mean([r["agreement"] for r in runs]), mean([r["agreement_init"] for r in runs])
     print(f"{name:12s} corr(diag M, diag W0^T W0): trained {trained:.3f}, untrained {init:+.3f}")
-    glue(f"agree_{name}", trained, "{:.3f}")
-    glue(f"agree_{name}_init", init, "{:+.3f}")
+    rfm.book.glue(f"agree_{name}", trained, "{:.3f}")
+    rfm.book.glue(f"agree_{name}_init", init, "{:+.3f}")
 
 # %% [markdown]
 # The trained networks agree with RFM on where the features are in all four tasks (grokking
@@ -931,12 +901,12 @@ for name, runs in AGREE.items():
 
 # %%
 total_seconds = time.perf_counter() - start
-glue("dlp_seconds", total_seconds, "{:.0f}")
-glue("dlp_machine", rfm.book.device_name(dev), "{}")
-glue("dlp_width", P.width, "{:d}")
-glue("dlp_batch", P.batch_size, "{:d}")
-glue("dlp_epochs", P.mlp_epochs, "{:d}")
+rfm.book.glue("dlp_seconds", total_seconds, "{:.0f}")
+rfm.book.glue_many(fmt="{:d}", dlp_machine=rfm.book.device_name(dev), dlp_width=P.width, dlp_batch=P.batch_size,
+                   dlp_epochs=P.mlp_epochs)
 
+
+# %%
 checks = rfm.book.Checks("deep_learning_phenomena", P, seed=seed, device=dev, output_dir=output_dir)
 # thresholds of the checks stated in a loop (about half the worst calibrated seed's distance from its control)
 EASY_DROP, HARD_ONLY = dict(rfm=0.39, mlp=0.31), dict(rfm=0.3, mlp=0.26)
@@ -972,6 +942,8 @@ checks.claim("grok_mlp_late_gain", mean([m_["test_acc"][-1] - m_["test_acc"][m_[
              at_least=0.08, what="network test accuracy at the end minus when it first fit the training set")
 checks.claim("grok_mlp_mass_gain_over_init", mean([m_["mass"][-1] - m_["init_mass"] for m_ in net_grok]),
              at_least=0.2, what="share of the NFM diagonal on the square, trained minus at initialisation")
+
+# %%
 # --- lottery tickets
 checks.claim("lottery_laplace_mask_gain", mean([r["acc_laplace_mask"] - r["acc_laplace_all"] for r in LOTTERY]),
              at_least=0.008, what="plain Laplace kernel on RFM's pixels minus on all pixels (test accuracy)")
@@ -982,6 +954,8 @@ checks.claim("lottery_mlp_mask_gain", mean([r["acc_mlp_mask"] - r["acc_mlp_all"]
              at_least=0.02, what="network on RFM's pixels minus on all pixels (test accuracy)")
 checks.claim("lottery_mlp_mask_vs_random", mean([r["acc_mlp_mask"] - r["acc_mlp_random"] for r in LOTTERY]),
              at_least=0.06, what="network on RFM's pixels minus on as many random pixels")
+
+# %%
 # --- simplicity bias
 for m_, label in (("rfm", "RFM"), ("mlp", "network")):
     drop_easy = mean([r[m_][None] - r[m_]["easy"] for r in SIMPLICITY])
@@ -989,11 +963,14 @@ for m_, label in (("rfm", "RFM"), ("mlp", "network")):
     checks.claim(f"simplicity_{m_}_easy_minus_hard_drop", drop_easy - drop_hard, at_least=EASY_DROP[m_],
                  what=f"{label}: accuracy lost when the easy half is replaced minus when the hard half is")
     checks.claim(f"simplicity_{m_}_hard_only_over_chance", mean([r[f"{m_}_hard_only"] for r in SIMPLICITY]) - 0.1,
-                 at_least=HARD_ONLY[m_], what=f"{label} trained on the hard half alone, minus chance (0.1): it carries the label")
+                 at_least=HARD_ONLY[m_],
+                 what=f"{label} trained on the hard half alone, minus chance (0.1): it carries the label")
 checks.claim("simplicity_rfm_mass_easy_gain", mean([r["mass_rfm"] - r["share_easy"] for r in SIMPLICITY]),
              at_least=0.09, what="share of diag(M) on the easy half minus its share at iteration 0 (M = I: one half)")
 checks.claim("simplicity_mlp_mass_easy_gain", mean([r["mass_mlp"] - r["mass_mlp_init"] for r in SIMPLICITY]),
              at_least=0.05, what="share of the NFM diagonal on the easy half, trained minus at initialisation")
+
+# %%
 # --- spurious features
 checks.claim("spurious_rfm_mass_vs_control", mean([r["mass_rfm"] - r["mass_rfm_control"] for r in SPURIOUS]),
              at_least=0.13, what="share of diag(M) on the marker minus that of RFM trained with an independent marker")
@@ -1009,16 +986,22 @@ for name, label in (("RFM", "rfm"), ("network", "mlp")):
 for name, label in (("RFM", "rfm"), ("network", "mlp")):
     checks.claim(f"spurious_{label}_reversal_cost",
                  mean([r["acc"][name]["as in training"] - r["acc"][name]["reversed"] for r in SPURIOUS]),
-                 at_least=REVERSAL[label], what=f"{name}: test accuracy as in training minus with the correlation reversed")
+                 at_least=REVERSAL[label],
+                 what=f"{name}: test accuracy as in training minus with the correlation reversed")
 checks.claim("spurious_laplace_less_fooled", mean([r["acc"]["Laplace"]["reversed"] - r["acc"]["RFM"]["reversed"]
                                                    for r in SPURIOUS]), at_least=0.02,
              what="reversed test: the fixed Laplace kernel's accuracy minus RFM's")
 checks.claim("spurious_found_overlap_gain", mean([r["found_overlap"] - r["share"] for r in SPURIOUS]),
              at_least=0.15, what="share of RFM's top pixels on the marker minus that of random pixels (pixel share)")
+
+# %%
 # --- agreement of the two feature diagonals
 for name, runs in AGREE.items():
     checks.claim(f"agreement_{name}_vs_init", mean([r["agreement"] - r["agreement_init"] for r in runs]),
-                 at_least=AGREEMENT[name], what=f"{name}: corr(diag M, trained NFM diagonal) minus corr with the untrained one")
+                 at_least=AGREEMENT[name],
+                 what=f"{name}: corr(diag M, trained NFM diagonal) minus corr with the untrained one")
+
+# %%
 checks.record(
     seeds=SEEDS, data=DATA, chapter_seconds=total_seconds,
     grok_rfm_test_acc_iter0=mean([r["test_acc"][0] for r in rfm_grok]),

@@ -74,6 +74,7 @@ import torch
 import rfm
 import rfm.book
 from rfm.book import plots
+from rfm.metrics import eigenvector_mass
 
 start = time.perf_counter()
 P = rfm.book.settings(
@@ -84,7 +85,7 @@ P = rfm.book.settings(
               d_sweep=(2, 5, 10, 20, 50, 100, 200, 400), n_sweep=(500, 1000, 2000, 4000, 8000)),
     n=n, n_test=n_test, d=d, iters=iters, reg=reg, bandwidth=bandwidth, n_mc=n_mc)
 dev = rfm.get_device(device)
-glue = rfm.book.glue
+glue, glue_many = rfm.book.glue, rfm.book.glue_many
 print(f"profile={P.profile}, device={rfm.book.device_name(dev)}, n={P.n}, n_test={P.n_test}, d={P.d}, "
       f"iters={P.iters}, reg={P.reg:g}, L={P.bandwidth:g}")
 
@@ -192,14 +193,8 @@ for ax, ticks in zip(axes, (P.d_sweep, P.n_sweep)):
 fig.suptitle("y = x1 x2, plain Laplace KRR: a fixed kernel loses the signal as d grows", fontsize=10)
 rfm.book.savefig(fig, "kernels_and_agop_r2_vs_d", output_dir=output_dir)
 plt.show()
-glue("d_lo", P.d_sweep[0])
-glue("d_hi", P.d_sweep[-1])
-glue("r2_d_lo", r2_vs_d[0], "{:.3f}")
-glue("r2_d_hi", r2_vs_d[-1], "{:.3f}")
-glue("n_hi", f"{P.n_sweep[-1]:,}")
-glue("n_lo", f"{P.n_sweep[0]:,}")
-glue("r2_n_hi", r2_vs_n[-1], "{:.3f}")
-glue("r2_n_lo", r2_vs_n[0], "{:.3f}");
+glue_many(d_lo=P.d_sweep[0], d_hi=P.d_sweep[-1], n_hi=f"{P.n_sweep[-1]:,}", n_lo=f"{P.n_sweep[0]:,}")
+glue_many(fmt="{:.3f}", r2_d_lo=r2_vs_d[0], r2_d_hi=r2_vs_d[-1], r2_n_hi=r2_vs_n[-1], r2_n_lo=r2_vs_n[0]);
 
 # %% [markdown]
 # With {glue:text}`d_lo` coordinates the same kernel machine learns $x_1 x_2$ almost perfectly (test $R^2$
@@ -272,8 +267,7 @@ print(f"chain: max |EGOP_MC - (I+11^T) (+) 0| = {dev_chain:.4f}   (diagonal stan
 print(f"largest |entry| outside the relevant blocks: {outside_block:.1e}")
 print("chain, top-left 4x4 block of the estimate:\n", np.round(egop_chain[:4, :4].numpy(), 3))
 glue("n_mc", f"{P.n_mc:,}")
-glue("egop_dev_se_x1x2", dev_x1x2 / se_x1x2, "{:.1f}")
-glue("egop_dev_se_chain", dev_chain / se_chain, "{:.1f}")
+glue_many(fmt="{:.1f}", egop_dev_se_x1x2=dev_x1x2 / se_x1x2, egop_dev_se_chain=dev_chain / se_chain)
 
 fig = plots.matrix_pair(egop_x1x2, egop_chain, titles=("EGOP of $x_1x_2$", "EGOP of $x_1x_2+x_2x_3+x_3x_1$"),
                         block=8, shared_scale=True, colorbar_label="entry (Monte-Carlo estimate)")
@@ -366,23 +360,15 @@ print(f"|cos(top eigenvector of the raw AGOP, mean gradient)| = {cos_mean_grad:.
       f"cos(mean gradient, sum_i alpha_i x_i) = {cos_pull:.3f}")
 print(f"top-2 eigenspace overlap with span(e1, e2): raw AGOP {overlap_raw:.3f}, centred AGOP {overlap_plain:.3f}"
       f"  (a random 2-dim subspace: {2 / P.d:.2f} on average)")
-glue("cos_mean_grad", cos_mean_grad, "{:.3f}")
-glue("cos_pull", cos_pull, "{:.3f}")
-glue("overlap_raw", overlap_raw, "{:.3f}")
-glue("overlap_plain", overlap_plain, "{:.3f}")
+glue_many(fmt="{:.3f}", cos_mean_grad=cos_mean_grad, cos_pull=cos_pull, overlap_raw=overlap_raw,
+          overlap_plain=overlap_plain)
 glue("overlap_random2", 2 / P.d, "{:.2f}")
 
-
-def mass_on(A, coords, k=20):
-    """For the top-k eigenvectors of A: the fraction of each that lies on the given coordinates."""
-    V = rfm.top_eigenvectors(torch.as_tensor(A, dtype=torch.float64), k)
-    return V[coords].square().sum(0)
-
-
+# %%
 fig, axes = plt.subplots(1, 2, figsize=(9, 3.2), constrained_layout=True)
-plots.spectrum(A_raw, k=20, color_by=mass_on(A_raw, [0, 1]), color_label="eigenvector mass on $x_1, x_2$",
+plots.spectrum(A_raw, k=20, color_by=eigenvector_mass(A_raw, [0, 1]), color_label="eigenvector mass on $x_1, x_2$",
                title="raw AGOP of plain Laplace KRR", ax=axes[0])
-plots.spectrum(A_cen, k=20, color_by=mass_on(A_cen, [0, 1]), color_label="eigenvector mass on $x_1, x_2$",
+plots.spectrum(A_cen, k=20, color_by=eigenvector_mass(A_cen, [0, 1]), color_label="eigenvector mass on $x_1, x_2$",
                title="centred AGOP of plain Laplace KRR", ax=axes[1])
 rfm.book.savefig(fig, "kernels_and_agop_plain_agop_spectrum", output_dir=output_dir)
 plt.show()
@@ -472,16 +458,10 @@ agop_ref_learned = float((machine_T.agop(Z_check).cpu() - A_ref_T).norm() / A_re
 print(f"closed-form vs independent autograd AGOP at M = M_T: relative difference {agop_ref_learned:.1e}")
 
 glue("iters", P.iters)
-glue("r2_rfm_1", r2_rfm[1], "{:.3f}")
-glue("r2_rfm_T", r2_rfm[-1], "{:.3f}")
-glue("r2_rfm_0", r2_rfm[0], "{:.3f}")
-glue("overlap_M", overlap_M, "{:.3f}")
-glue("mass_M", mass_M, "{:.3f}")
+glue_many(fmt="{:.3f}", r2_rfm_1=r2_rfm[1], r2_rfm_T=r2_rfm[-1], r2_rfm_0=r2_rfm[0], overlap_M=overlap_M,
+          mass_M=mass_M, cos_egop=cos_egop, overlap_agop_0=overlaps[0], overlap_agop_T=overlaps[-1])
 glue("ev_ratio_T", float(ev[1] / ev[2]), "{:.0f}")
-glue("cos_egop", cos_egop, "{:.3f}")
-glue("agop_ref_learned", agop_ref_learned, "{:.0e}")
-glue("overlap_agop_0", overlaps[0], "{:.3f}")
-glue("overlap_agop_T", overlaps[-1], "{:.3f}");
+glue("agop_ref_learned", agop_ref_learned, "{:.0e}");
 
 # %% [markdown]
 # Iteration 0 is the plain kernel machine of the previous section (in float32 here: test $R^2$
@@ -520,11 +500,7 @@ for name, M in [("M_1", Ms[1]), (f"M_{P.iters}", M_T)]:
     print(f"{name}: block diagonal {float(M[0, 0]):.2f}, {float(M[1, 1]):.2f} | outside the block: median |diagonal| "
           f"{med_diag:.1e}, median |off-diagonal| {med_off:.1e}, largest |M_1j|, |M_2j| (j > 2) {cross:.1e}")
 (d1, o1, c1), (dT, oT, cT) = block_stats["M_1"], block_stats[f"M_{P.iters}"]
-glue("med_diag_1", d1, "{:.1e}")
-glue("med_off_1", o1, "{:.1e}")
-glue("med_diag_T", dT, "{:.1e}")
-glue("med_off_T", oT, "{:.1e}")
-glue("cross_T", cT, "{:.1e}")
+glue_many(fmt="{:.1e}", med_diag_1=d1, med_off_1=o1, med_diag_T=dT, med_off_T=oT, cross_T=cT)
 glue("block_min_1", float(torch.minimum(Ms[1][0, 0], Ms[1][1, 1])), "{:.2f}")
 glue("diag_drop_decades", np.log10(d1 / dT), "{:.1f}");
 
@@ -590,12 +566,9 @@ fig = plots.curves(range(P.iters + 1), {k: v for k, (_, v) in variants.items()},
 rfm.book.savefig(fig, "kernels_and_agop_conventions", output_dir=output_dir)
 plt.show()
 r2_uncentred, r2_sqrt = conv["p = 1, uncentred"][0], conv["p = 1/2, centred"][0]
-glue("r2_uncentred", r2_uncentred, "{:.3f}")
-glue("r2_sqrt", r2_sqrt, "{:.3f}")
-glue("block_ratio_p1", conv["p = 1, centred (above)"][1], "{:.2f}")
-glue("block_ratio_sqrt", conv["p = 1/2, centred"][1], "{:.2f}")
-glue("tail_p1", conv["p = 1, centred (above)"][2], "{:.3f}")
-glue("tail_sqrt", conv["p = 1/2, centred"][2], "{:.3f}");
+glue_many(fmt="{:.3f}", r2_uncentred=r2_uncentred, r2_sqrt=r2_sqrt, tail_p1=conv["p = 1, centred (above)"][2],
+          tail_sqrt=conv["p = 1/2, centred"][2])
+glue_many(fmt="{:.2f}", block_ratio_p1=conv["p = 1, centred (above)"][1], block_ratio_sqrt=conv["p = 1/2, centred"][1]);
 
 # %% [markdown]
 # After {glue:text}`iters` updates the test $R^2$ is {glue:text}`r2_rfm_T` with centred gradients against
@@ -621,7 +594,8 @@ M_chain = model_chain.history_[-1]["M"]
 overlap_chain = rfm.top_eigenspace_overlap(M_chain, [0, 1, 2])
 corr_chain = rfm.matrix_correlation(M_chain, exact_chain, "cosine")
 print(f"chain monomial, RFM ({chain_seconds:.1f} s): test R^2 per iteration " + "  ".join(f"{v:.3f}" for v in r2_chain))
-print(f"top-3 eigenspace overlap of M with span(e1, e2, e3): {overlap_chain:.3f}; cosine with the EGOP {corr_chain:.3f}")
+print(f"top-3 eigenspace overlap of M with span(e1, e2, e3): {overlap_chain:.3f}; cosine with the EGOP "
+      f"{corr_chain:.3f}")
 block_ev = torch.linalg.eigvalsh(M_chain[:3, :3]).flip(0)
 ones = torch.zeros(P.d, dtype=torch.float64)
 ones[:3] = 3 ** -0.5
@@ -629,14 +603,10 @@ cos_ones = abs(float(rfm.top_eigenvectors(M_chain, 1)[:, 0] @ ones))
 print(f"eigenvalues of the 3x3 block of M: {np.round(block_ev.numpy(), 3)}, ratio of the largest to the others "
       f"{block_ev[0] / block_ev[1]:.1f}, {block_ev[0] / block_ev[2]:.1f} (EGOP block: 4, 1, 1)")
 print(f"|cos(top eigenvector of M, (1,1,1,0,...)/sqrt 3)| = {cos_ones:.3f}")
-glue("overlap_chain", overlap_chain, "{:.3f}")
+glue_many(fmt="{:.3f}", overlap_chain=overlap_chain, corr_chain=corr_chain, cos_ones=cos_ones,
+          r2_chain_0=r2_chain[0], r2_chain_T=r2_chain[-1])
 glue("overlap_random3", 3 / P.d, "{:.2f}")
-glue("corr_chain", corr_chain, "{:.3f}")
-glue("cos_ones", cos_ones, "{:.3f}")
-glue("chain_ratio_1", float(block_ev[0] / block_ev[1]), "{:.1f}")
-glue("chain_ratio_2", float(block_ev[0] / block_ev[2]), "{:.1f}")
-glue("r2_chain_0", r2_chain[0], "{:.3f}")
-glue("r2_chain_T", r2_chain[-1], "{:.3f}")
+glue_many(fmt="{:.1f}", chain_ratio_1=float(block_ev[0] / block_ev[1]), chain_ratio_2=float(block_ev[0] / block_ev[2]))
 
 fig = plots.matrix_pair(M_chain, exact_chain / exact_chain.max(),
                         titles=(f"RFM feature matrix $M_{{{P.iters}}}$", "EGOP / max entry"), block=8,
@@ -676,7 +646,8 @@ plt.show()
 #
 # Every threshold sits beyond the worst of seeds 0–9 of the smoke profile (`make calibrate`, table below), with a
 # margin of at least 20 % of the worst seed's value for the claims (a threshold of at most 0.8 times the smallest
-# value seen); the sanity tolerances are fixed by the arithmetic (float64 rounding; five standard errors).
+# value seen; for RFM's gain over the fixed kernel: {glue:text}`cal_r2_gain_over_laplace`); the sanity tolerances
+# are fixed by the arithmetic (float64 rounding; five standard errors).
 #
 # **Where the claims hold.** They are claims about a regime, $d$ large enough that the fixed kernel fails and $n$
 # large enough that RFM does not: we calibrated them at the defaults ($n = 2000$, $d = 100$, seeds 0–9) and reran
@@ -689,6 +660,7 @@ plt.show()
 # claim as "outside the calibrated regime", and rerun `make calibrate` at those settings to set thresholds there.
 
 # %%
+rfm.book.glue_calibration("kernels_and_agop")  # each check's rule, worst calibrated seed and margin, for the text
 checks = rfm.book.Checks("kernels_and_agop", P, seed=seed, device=dev, output_dir=output_dir)
 checks.claim("r2_gain_over_laplace", r2_rfm[-1] - r2_rfm[0], at_least=0.65,
              what="x1 x2: test R^2 of RFM's last iterate minus iteration 0 (the fixed Laplace kernel), same data")
@@ -720,6 +692,8 @@ checks.sanity("agop_vs_reference_learned", agop_ref_learned, at_most=1e-10,
               what="closed-form AGOP vs independent float64 autograd reference at the learned M_T")
 total_seconds = time.perf_counter() - start
 glue("chapter_seconds", total_seconds, "{:.0f}")
+
+# %%
 checks.record(r2_plain=r2_plain, r2_rfm=r2_rfm[-1], r2_rfm_per_iter=[round(v, 4) for v in r2_rfm],
               overlap_M_top2=overlap_M, M_trace_share_x1x2=mass_M, overlap_plain_agop_top2=overlap_plain,
               overlap_plain_agop_top2_uncentred=overlap_raw, cos_mean_grad=cos_mean_grad,
@@ -729,10 +703,7 @@ checks.record(r2_plain=r2_plain, r2_rfm=r2_rfm[-1], r2_rfm_per_iter=[round(v, 4)
               r2_rfm_uncentred=r2_uncentred, r2_rfm_sqrt=r2_sqrt, rfm_seconds=rfm_seconds,
               chapter_seconds=total_seconds)
 checks.report()
-full = rfm.book.load_results("kernels_and_agop", "full") or {}
-full_r2 = full.get("measured", {}).get("r2_rfm")
-glue("full_r2_rfm", "not yet run" if full_r2 is None else f"{full_r2:.3f}")
-glue("full_r2_plain", "not yet run" if full_r2 is None else f"{full['measured']['r2_plain']:.3f}")
+rfm.book.glue_full_run("kernels_and_agop", measured={"full_r2_rfm": "r2_rfm", "full_r2_plain": "r2_plain"})
 checks.finish();
 
 # %% [markdown]

@@ -64,6 +64,7 @@ import rfm
 import rfm.book
 from rfm import nets
 from rfm.book import plots
+from rfm.nets.curves import first_reaching
 
 start = time.perf_counter()
 P = rfm.book.settings(
@@ -204,20 +205,12 @@ rfm_model, mlp_net = model, net  # the runs at the largest n, used below
 largest = rows[-1]
 n_mid = min(P.n_sizes, key=lambda n: abs(n - 1000))  # the appendix's n = 1000 when the profile has it
 mid = next(r for r in rows if r["n"] == n_mid)
-
-
-def samples_needed(key, level=0.5):
-    """The smallest n of the sweep at which a model's test R^2 reaches ``level`` (None: never)."""
-    return next((r["n"] for r in rows if r[key] >= level), None)
-
-
-needed = {k: samples_needed(k) for k in ("laplace", "ntk", "rfm", "mlp")}
-for key in ("laplace", "ntk", "rfm", "mlp"):
-    rfm.book.glue(f"r2_{key}_largest", largest[key], "{:.3f}")
-    rfm.book.glue(f"r2_{key}_mid", mid[key], "{:.3f}")
-    rfm.book.glue(f"needed_{key}", f"{needed[key]:,}" if needed[key] else f"more than {max(P.n_sizes):,}")
-rfm.book.glue("n_largest", largest["n"], "{:,}")
-rfm.book.glue("n_mid", n_mid, "{:,}")
+# the smallest n of the sweep at which each model's test R^2 reaches 0.5 (None: never)
+models = ("laplace", "ntk", "rfm", "mlp")
+needed = {k: first_reaching([r["n"] for r in rows], [r[k] for r in rows], 0.5) for k in models}
+rfm.book.glue_many({f"r2_{k}_largest": largest[k] for k in models}, "{:.3f}", **{f"r2_{k}_mid": mid[k] for k in models})
+rfm.book.glue_many({k: f"{v:,}" if v else f"more than {max(P.n_sizes):,}" for k, v in needed.items()}, prefix="needed_")
+rfm.book.glue_many(fmt="{:,}", n_largest=largest["n"], n_mid=n_mid)
 
 # %% mystnb={"figure": {"caption": "Test $R^2$ on $y = x_1 x_2$ in 100 dimensions against the number of training points: plain Laplace kernel ridge regression (RFM's iteration 0), the NTK of a one-hidden-layer ReLU network, RFM after its last update, and a trained network, all on the same data. Look for where each curve leaves zero.", "name": "fig-recursive_feature_machines-samples"}}
 fig = plots.curves([r["n"] for r in rows], {name: [r[key] for r in rows] for name, key in
@@ -262,8 +255,7 @@ shuffled_model, _ = fit_rfm(X_all[:largest["n"]], y_all[:largest["n"]][perm], tr
 overlap_shuffled = rfm.top_eigenspace_overlap(shuffled_model.history_[-1]["M"], [0, 1])
 print(f"top-2 eigenspace of M_{len(Ms) - 1} against span(e1, e2): overlap {overlap:.3f} (shuffled labels: "
       f"{overlap_shuffled:.3f}); test R^2 per iteration: " + " ".join(f"{v:.3f}" for v in largest["r2_iters"]))
-rfm.book.glue("overlap", overlap, "{:.3f}")
-rfm.book.glue("overlap_shuffled", overlap_shuffled, "{:.3f}")
+rfm.book.glue_many(fmt="{:.3f}", overlap=overlap, overlap_shuffled=overlap_shuffled)
 rfm.book.glue("r2_iters_largest", ", ".join(f"{v:.3f}" for v in largest["r2_iters"]))
 rfm.book.glue("n_iters", P.iters)
 
@@ -298,9 +290,7 @@ plt.show()
 # %%
 print(f"corr(M_RFM, W^T W) = {corr_M_nfm:.3f} (Pearson), {corr_M_nfm_cos:.3f} (cosine); "
       f"corr(M_RFM^1/2, W^T W) = {corr_sqrtM_nfm:.3f}; at initialisation corr(M_RFM, W0^T W0) = {corr_M_nfm_init:.3f}")
-rfm.book.glue("corr_M_nfm", corr_M_nfm, "{:.3f}")
-rfm.book.glue("corr_M_nfm_init", corr_M_nfm_init, "{:.3f}")
-rfm.book.glue("corr_sqrtM_nfm", corr_sqrtM_nfm, "{:.3f}")
+rfm.book.glue_many(fmt="{:.3f}", corr_M_nfm=corr_M_nfm, corr_M_nfm_init=corr_M_nfm_init, corr_sqrtM_nfm=corr_sqrtM_nfm)
 
 # %% [markdown]
 # The kernel machine and the network, trained on the same data by entirely different means, end with similar
@@ -372,8 +362,7 @@ for task, split in tasks.items():
     feature_diagonals[task] = (model.M_.diagonal().cpu(), nets.nfm(net, 0).diagonal().cpu())
 for task, key in (("binary", "bin"), ("10-class", "ten")):
     r = results[task]
-    for name in ("laplace", "ntk", "rfm", "rfm_last", "mlp"):
-        rfm.book.glue(f"{key}_{name}", r[name], "{:.3f}")
+    rfm.book.glue_many({k: r[k] for k in ("laplace", "ntk", "rfm", "rfm_last", "mlp")}, "{:.3f}", prefix=f"{key}_")
     rfm.book.glue(f"{key}_best_iter", r["best_iter"])
     rfm.book.glue(f"{key}_gain_last", 100 * (r["rfm_last"] - r["laplace"]), "{:+.1f}")
 rfm.book.glue("digit_iters", P.digit_iters)
@@ -450,8 +439,7 @@ plt.show()
 
 # %%
 print("correlation of the diagonals (RFM vs MLP): " + ", ".join(f"{t} {c:.3f}" for t, c in diag_corr.items()))
-rfm.book.glue("diag_corr_bin", diag_corr["binary"], "{:.3f}")
-rfm.book.glue("diag_corr_ten", diag_corr["10-class"], "{:.3f}")
+rfm.book.glue_many(fmt="{:.3f}", diag_corr_bin=diag_corr["binary"], diag_corr_ten=diag_corr["10-class"])
 
 # %% [markdown]
 # In {numref}`fig-recursive_feature_machines-digit-diagonals`, RFM's weights for 3 against 5 trace the strokes that
@@ -466,20 +454,24 @@ rfm.book.glue("diag_corr_ten", diag_corr["10-class"], "{:.3f}")
 # ## Checks
 #
 # Each claim is a difference against a control from this run, with its threshold set below the worst of seeds 0-9
-# of the calibration (table below, `results/calibration/recursive_feature_machines.json`) by the margin stated in
-# its description. On the polynomial, at the largest $n$ of the profile:
+# of the calibration (table below, `results/calibration/recursive_feature_machines.json`) by a margin; each item
+# below gives the rule, the worst seed of the calibration and its margin. On the polynomial, at the largest $n$ of
+# the profile:
 #
 # * **RFM against plain Laplace**: RFM's last iterate minus its own iteration 0 (test $R^2$). This replaces an
 #   absolute ceiling on Laplace's $R^2$, which would depend on $n$ ({doc}`kernels_and_agop` reports about 0.65 at
-#   $n$ = 20,000).
+#   $n$ = 20,000). ({glue:text}`cal_r2_gain_rfm_over_laplace`)
 # * **RFM against the NTK**: RFM's $R^2$ minus NTK ridge regression's, same data and ridge.
+#   ({glue:text}`cal_r2_gain_rfm_over_ntk`)
 # * **Fewer samples than a network**: at $n$ = {glue:text}`n_mid`, RFM's test $R^2$ minus the same-run network's.
+#   ({glue:text}`cal_r2_gain_rfm_over_mlp_mid`)
 # * **The learned subspace**: the top-2 overlap of $M$ with span$(e_1, e_2)$, minus the overlap of RFM's $M$ on
-#   shuffled labels.
+#   shuffled labels. ({glue:text}`cal_overlap_gain_over_shuffled`)
 # * **RFM's $M$ and the network's features**: correlation of $M$ with the trained network's $W_0^\top W_0$, minus
-#   its correlation with the same network's $W_0^\top W_0$ at initialisation.
+#   its correlation with the same network's $W_0^\top W_0$ at initialisation. ({glue:text}`cal_corr_gain_over_init`)
 #
-# On the digits, **RFM's last iterate minus iteration 0** (test accuracy), per task. The selected iterate is
+# On the digits, **RFM's last iterate minus iteration 0** (test accuracy), per task (3 vs 5:
+# {glue:text}`cal_acc_gain_last_binary`; ten classes: {glue:text}`cal_acc_gain_last_10class`). The selected iterate is
 # recorded and shown, not checked: when validation picks iteration 0, RFM *is* plain Laplace, and that must not
 # count as a win. Over the calibration's seeds the last iterate's change was {glue:text}`cal_bin_range` points on
 # 3 vs 5 (positive at {glue:text}`cal_bin_pos` of the seeds) and {glue:text}`cal_ten_range` points on ten classes
@@ -504,38 +496,39 @@ full = rfm.book.glue_full_run("recursive_feature_machines", measured={
     "full_r2_mlp": "r2_mlp_largest", "full_r2_rfm_mid": "r2_rfm_mid", "full_r2_mlp_mid": "r2_mlp_mid"})
 
 # %%
+# the calibration, for the text: each check's rule, worst seed and margin, and the digits' range over the seeds
+rfm.book.glue_calibration("recursive_feature_machines")
 calib = rfm.book.load_calibration("recursive_feature_machines")
 for key, name in (("bin", "acc_gain_last_binary"), ("ten", "acc_gain_last_10class")):
     vals = [v for v in (calib or {}).get("checks", {}).get(name, {}).get("values", []) if v is not None]
     rfm.book.glue(f"cal_{key}_range", f"{100 * min(vals):+.1f} to {100 * max(vals):+.1f}" if vals else "(not calibrated)")
     rfm.book.glue(f"cal_{key}_pos", f"{sum(v > 0 for v in vals)}/{len(vals)}" if vals else "(not calibrated)")
+
+# %%
 checks = rfm.book.Checks("recursive_feature_machines", P, seed=seed, device=dev, output_dir=output_dir)
 checks.claim("r2_gain_rfm_over_laplace", largest["rfm"] - largest["laplace"], at_least=0.75,
-             what=f"test R^2 of RFM's last iterate minus its iteration 0 (plain Laplace), n = {largest['n']}; "
-                  "0.06 below the worst seed")
+             what=f"test R^2 of RFM's last iterate minus its iteration 0 (plain Laplace), n = {largest['n']}")
 checks.claim("r2_gain_rfm_over_ntk", largest["rfm"] - largest["ntk"], at_least=0.54,
-             what=f"test R^2 of RFM minus NTK ridge regression (depth {P.ntk_depth}), n = {largest['n']}; "
-                  "0.05 below the worst seed")
+             what=f"test R^2 of RFM minus NTK ridge regression (depth {P.ntk_depth}), n = {largest['n']}")
 checks.claim("r2_gain_rfm_over_mlp_mid", mid["rfm"] - mid["mlp"], at_least=0.2,
-             what=f"test R^2 of RFM minus the same-run network at n = {n_mid} (fewer samples than a network); "
-                  "0.06 below the worst seed")
+             what=f"test R^2 of RFM minus the same-run network at n = {n_mid} (fewer samples than a network)")
 checks.claim("overlap_gain_over_shuffled", overlap - overlap_shuffled, at_least=0.85,
-             what="top-2 eigenspace overlap of M with span(e1, e2) minus that of RFM's M on shuffled labels; "
-                  "0.07 below the worst seed")
+             what="top-2 eigenspace overlap of M with span(e1, e2) minus that of RFM's M on shuffled labels")
 checks.claim("corr_gain_over_init", corr_M_nfm - corr_M_nfm_init, at_least=0.65,
-             what="corr(M_RFM, trained W0^T W0) minus corr(M_RFM, W0^T W0 at initialisation); "
-                  "0.08 below the worst seed")
+             what="corr(M_RFM, trained W0^T W0) minus corr(M_RFM, W0^T W0 at initialisation)")
 checks.claim("acc_gain_last_binary", results["binary"]["rfm_last"] - results["binary"]["laplace"], at_least=-0.015,
              what="3 vs 5: test accuracy of RFM's last iterate minus iteration 0 (plain Laplace): it does NOT "
-                  "claim a gain, only no loss beyond 1.5 points; 0.01 (two test images) below the worst seed")
+                  "claim a gain, only no loss beyond 1.5 points")
 checks.claim("acc_gain_last_10class", results["10-class"]["rfm_last"] - results["10-class"]["laplace"],
              at_least=-0.012, what="10 classes: test accuracy of RFM's last iterate minus iteration 0 (plain Laplace): "
-                                   "no loss beyond 1.2 points, not a gain; 0.01 below the worst seed")
+                                   "no loss beyond 1.2 points, not a gain")
 checks.sanity("M_max_entry_is_one", abs(float(M_rfm.abs().max()) - 1.0), at_most=1e-6,
               what="M is normalised by its largest entry (by construction)")
 checks.sanity("M_symmetric", float((M_rfm - M_rfm.T).abs().max()), at_most=1e-6,
               what="M, an AGOP, is symmetric (by construction)")
 total_seconds = time.perf_counter() - start
+
+# %%
 checks.record(
     r2_laplace={r["n"]: r["laplace"] for r in rows}, r2_rfm={r["n"]: r["rfm"] for r in rows},
     r2_ntk={r["n"]: r["ntk"] for r in rows}, r2_mlp={r["n"]: r["mlp"] for r in rows},

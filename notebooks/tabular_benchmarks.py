@@ -341,19 +341,16 @@ display(reg_summary.sort_values("rank").round(3))
 # grid, folds and splits) and, for the feature matrix, the share of $\operatorname{diag}(M)$ that the identity gives
 # the real columns. The thresholds sit beyond the worst of seeds 0–9 (the table below shows the calibration; the
 # rule for the noise gain is only that RFM must not lose to the Laplace machine on average, since it gained
-# {glue:text}`cal_noise_range` over the calibrated seeds). "RFM ranks first" is not asserted: its mean-rank place
-# ranged over {glue:text}`cal_rank_places` in the calibration. The noise checks are calibrated with 20 noise columns;
+# {glue:text}`cal_noise_gain_min` to {glue:text}`cal_noise_gain_max` over the calibrated seeds). "RFM ranks first"
+# is not asserted: its mean-rank place ranged over {glue:text}`cal_rank_places` in the calibration. The noise checks are calibrated with 20 noise columns;
 # with fewer, the Laplace machine loses less and the accuracy gain shrinks towards zero.
 
 # %%
-calibration = rfm.book.load_calibration("tabular_benchmarks")
-if calibration:
-    gains, places = calibration["checks"]["noise_gain"]["values"], calibration["measured"]["rank_place"]
-    rfm.book.glue("cal_noise_range", f"{min(gains):.3f} to {max(gains):.3f}")
-    rfm.book.glue("cal_rank_places", f"{min(places)} to {max(places)} of {len(METHODS)}")
-else:
-    rfm.book.glue("cal_noise_range", "(no committed calibration)")
-    rfm.book.glue("cal_rank_places", "(no committed calibration)")
+# the calibration, for the text: the noise gain's range and the mean-rank places over the seeds
+rfm.book.glue_calibration("tabular_benchmarks", "noise_gain", fmt="{:.3f}")
+places = rfm.book.calibration_values("tabular_benchmarks", "rank_place")
+rfm.book.glue("cal_rank_places", f"{min(places)} to {max(places)} of {len(METHODS)}" if places else
+              "(no committed calibration)")
 checks = rfm.book.Checks("tabular_benchmarks", P, seed=seed, device=dev, output_dir=output_dir)
 checks.claim("noise_gain", noise_gain, at_least=0.0,
              what=f"{P.n_noise} noise columns: mean accuracy of RFM minus its iteration 0 (the Laplace machine)")
@@ -364,8 +361,10 @@ checks.claim("rfm_minus_laplace", rfm_minus_laplace, at_least=-0.015,
              what="clean sets: mean accuracy of RFM minus the Laplace machine (RFM does not lose to its control)")
 checks.claim("rfm_minus_best_baseline", rfm_minus_best, at_least=-0.02,
              what="clean sets: mean accuracy of RFM minus the best other baseline's (competitive with the field)")
-checks.sanity("same_folds", float(all(len(results[s][m].scores) == P.folds for s in names for m in METHODS)), at_least=1.0,
-              what="every method was scored on every fold of every set")
+checks.sanity("same_folds", float(all(len(results[s][m].scores) == P.folds for s in names for m in METHODS)),
+              at_least=1.0, what="every method was scored on every fold of every set")
+
+# %%
 checks.record(
     sets=names, methods=METHODS, accuracy={m: [round(float(v), 4) for v in table[m]] for m in METHODS},
     summary={m: {k: round(float(v), 4) for k, v in row.items()} for m, row in summary.iterrows()},

@@ -333,3 +333,51 @@ def entry_sum_drift(Us) -> list:
     [0.0, 2.0]
     """
     return [float((U.sum(0) - Us[0].sum(0)).abs().median()) for U in Us]
+
+
+def flip_rate(predict, X, X_perturbed) -> float:
+    """The share of samples whose predicted label changes when ``X`` is replaced by ``X_perturbed``.
+
+    Parameters
+    ----------
+    predict : callable
+        Labels of the rows of its argument (a model's ``predict``).
+    X : array-like of shape (n, d)
+        The samples.
+    X_perturbed : array-like of shape (n, d)
+        The same samples, perturbed (row i of one is row i of the other).
+
+    Returns
+    -------
+    float
+        The share of rows i with ``predict(X_perturbed)[i] != predict(X)[i]``.
+    """
+    after, before = torch.as_tensor(predict(X_perturbed)).cpu(), torch.as_tensor(predict(X)).cpu()
+    if after.shape != before.shape:
+        raise ValueError(f"predict gave shapes {tuple(after.shape)} and {tuple(before.shape)} for X_perturbed and X")
+    return float((after != before).double().mean())
+
+
+def eigenvector_mass(M, coordinates, k: int = 20) -> torch.Tensor:
+    """For each of the top-``k`` eigenvectors of a symmetric ``M``, the share of its squared norm on ``coordinates``.
+
+    A share of 1 means the eigenvector lies in the span of those coordinate axes; a random unit vector in ``d``
+    dimensions puts ``len(coordinates) / d`` there on average.
+
+    Parameters
+    ----------
+    M : array-like of shape (d, d)
+        A symmetric matrix (a feature matrix, an AGOP).
+    coordinates : sequence of int
+        The coordinate axes (0-based).
+    k : int, default=20
+        How many eigenvectors, by decreasing eigenvalue.
+
+    Returns
+    -------
+    torch.Tensor of shape (k,)
+        The shares, in float64, in the order of the eigenvalues.
+    """
+    M = check_square(M, "M").detach().to(torch.float64).cpu()
+    k = check_number("k", k, low=1, high=M.shape[0], integer=True)
+    return top_eigenvectors(M, k)[list(coordinates)].square().sum(0)

@@ -27,6 +27,7 @@ from .records import (
     REPOSITORY_RAW,
     RESULTS,
     ROOT,
+    calibration_values,
     check_name,
     check_profile,
     device_name,
@@ -147,7 +148,7 @@ def savefig(fig, name: str, output_dir=None):
         fig.savefig(path / f"{name}.png", dpi=120, bbox_inches="tight")
 
 
-__all__ = ["NOT_CALIBRATED", "NO_FULL_RUN", "download_failure", "missing_committed", "PROFILES", "REPOSITORY_RAW", "RESULTS", "ROOT", "Check", "Checks",
-           "Settings", "calibration_facts", "device_name", "git_commit", "glue", "glue_calibration", "glue_full_run",
-           "glue_many", "load_calibration", "load_results", "output_path", "record_only", "savefig", "settings",
-           "summary"]
+__all__ = ["NOT_CALIBRATED", "NO_FULL_RUN", "PROFILES", "REPOSITORY_RAW", "RESULTS", "ROOT", "Check", "Checks",
+           "Settings", "calibration_facts", "calibration_values", "device_name", "download_failure", "git_commit",
+           "glue", "glue_calibration", "glue_full_run", "glue_many", "load_calibration", "load_results",
+           "missing_committed", "output_path", "record_only", "savefig", "settings", "summary"]

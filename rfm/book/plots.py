@@ -7,7 +7,8 @@ accept ``ax=`` to draw into an existing figure.
 * :func:`matrix_images` -- a row of matrices as images, on one shared colour scale by default (M over iterations);
 * :func:`matrix_pair`   -- two matrices side by side, each on its own scale (a feature matrix next to an AGOP);
 * :func:`spectrum`      -- the top eigenvalues of one or several symmetric matrices (bars, or lines for many);
-* :func:`curves`        -- metrics against the iteration (or any x), with horizontal reference lines.
+* :func:`curves`        -- metrics against the iteration (or any x), with horizontal reference lines;
+* :func:`pixel_weights` -- a per-pixel weight (diag(M), a network's NFM diagonal) as an image.
 
 Coordinates are numbered from 1 on the axes, as in the papers (x_1, x_2, ...), although the arrays are 0-based.
 """
@@ -19,6 +20,7 @@ from matplotlib.colors import LogNorm, Normalize
 from matplotlib.ticker import MaxNLocator
 
 from .._checks import check_number
+from ..data.images import pixel_map
 from ..utils import to_numpy
 
 
@@ -369,3 +371,32 @@ def curves(x, ys: dict, *, xlabel: str = "iteration", ylabel: str, hlines: dict 
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     return fig
+
+
+def pixel_weights(ax, weights, shape=(28, 28), title: str = "", *, cmap: str = "viridis"):
+    """A per-pixel weight (diag(M), the diagonal of a network's W^T W, or an image) drawn as an image on ``ax``.
+
+    Parameters
+    ----------
+    ax : matplotlib.axes.Axes
+        The axes to draw into.
+    weights : array-like of shape (d,) or (d, d)
+        One weight per pixel, or a square matrix whose diagonal is used (see :func:`rfm.data.images.pixel_map`).
+    shape : tuple of int, default=(28, 28)
+        The image's (H, W) or (C, H, W); channels are summed.
+    title : str, default=""
+        The panel's title.
+    cmap : str, default="viridis"
+        The colour map.
+
+    Returns
+    -------
+    matplotlib.image.AxesImage
+        The image drawn (for a colour bar).
+    """
+    im = ax.imshow(pixel_map(weights, shape).numpy(), cmap=cmap, interpolation="nearest")
+    ax.set_title(title, fontsize=9)
+    ax.set_xlabel("pixel column", fontsize=8)
+    ax.set_ylabel("pixel row", fontsize=8)
+    ax.tick_params(labelsize=7)
+    return im

@@ -386,3 +386,22 @@ def load_calibration(chapter: str) -> dict | None:
     """
     check_name("chapter", chapter)
     return read_committed(f"calibration/{chapter}.json")
+
+
+def calibration_values(chapter: str, key: str) -> list:
+    """The per-seed values of one measured value in a chapter's committed calibration, missing seeds left out.
+
+    Parameters
+    ----------
+    chapter : str
+        The chapter's slug.
+    key : str
+        The measured value's name (a key of ``checks.record``).
+
+    Returns
+    -------
+    list
+        One value per calibrated seed that recorded it, in seed order; empty without a calibration or the key.
+    """
+    calib = load_calibration(chapter) or {}
+    return [v for v in calib.get("measured", {}).get(key, []) if v is not None]

@@ -18,6 +18,7 @@ import numbers
 import torch
 
 from .._checks import check_number
+from ..metrics import accuracy
 from .mlp import MLP, check_mlp, train
 
 
@@ -116,3 +117,23 @@ def predict_classes(net: MLP, X) -> torch.Tensor:
 
 # rfm.models.conv still imports the pre-0.2 private name; it goes when it imports class_indices.
 _class_indices = class_indices
+
+
+def classifier_accuracy(net: MLP, X, y) -> float:
+    """The share of the rows of X whose class, as :func:`predict_classes` reads it from ``net``, is the label in y.
+
+    Parameters
+    ----------
+    net : rfm.nets.MLP
+        A network trained by :func:`fit_mlp_classifier` (one output for two classes, else one per class).
+    X : array-like of shape (n, d)
+        The inputs.
+    y : array-like of shape (n,)
+        The class indices.
+
+    Returns
+    -------
+    float
+        The accuracy, in [0, 1].
+    """
+    return accuracy(y, predict_classes(net, X))
