@@ -231,3 +231,20 @@ def fit_scaling_law(n, err) -> ScalingLaw:
     tot = ((y - y.mean()) ** 2).sum()
     r2 = 1.0 - (resid ** 2).sum() / tot if tot > 0 else 1.0
     return ScalingLaw(float(np.exp(intercept)), float(slope), float(r2))
+
+
+def relative_error(estimate, truth) -> float:
+    """The relative error ``||estimate - truth|| / ||truth||`` in the Euclidean (vectors) or Frobenius (matrices) norm.
+
+    Parameters
+    ----------
+    estimate : torch.Tensor
+        The estimate.
+    truth : torch.Tensor
+        The true value, of the same shape (not zero).
+
+    Returns
+    -------
+    float
+    """
+    return float(torch.linalg.norm(estimate - truth) / torch.linalg.norm(truth))
