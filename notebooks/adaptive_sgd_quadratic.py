@@ -400,13 +400,16 @@ plt.show()
 #   minus the frozen step's (same matrices and starting points): {glue:text}`cal_order_gain_over_fixed` and
 #   {glue:text}`cal_order_gain_over_frozen`.
 # * `basin_edge`: adaptive SGD's smallest success rate at $r \le 0.95$ minus its largest at $r \ge 1.05$: the
-#   measured basin ends at $\|I - AX_0\|_2 = 1$, Newton–Schulz's boundary; {glue:text}`cal_basin_edge` (a single run of the three per radius on the wrong side would cost 0.33 and fail it).
+#   measured basin ends at $\|I - AX_0\|_2 = 1$, Newton–Schulz's boundary; {glue:text}`cal_basin_edge` (a single
+#   run of the three per radius on the wrong side would cost 0.33 and fail it).
 # * `kappa_fixed_over_adaptive`: at the largest condition number, fixed-step SGD's epochs to $10^{-8}$ (its cap
 #   when it does not get there, so a lower bound) over adaptive SGD's; {glue:text}`cal_kappa_fixed_over_adaptive`
-#   at {glue:text}`cal_kappa_fixed_over_adaptive_passing` seeds (the cap, 150, over 15 epochs). Fixed-step SGD's predicted count there is far beyond the cap
-#   ({glue:text}`kappa_fixed_pred` epochs), so this check is limited by the cap, not by the claim.
+#   (passing at {glue:text}`cal_kappa_fixed_over_adaptive_passing` seeds; 10 is the cap, 150, over 15 epochs).
+#   Fixed-step SGD's predicted count there is far beyond the cap ({glue:text}`kappa_fixed_pred` epochs), so this
+#   check is limited by the cap, not by the claim.
 # * sanity `proved_bound`: the largest $e_{t+1}/e_t^2$ of adaptive SGD from $\|I - AX_0\|_F = 0.9$ (proved ≤ 1;
-#   measured at most {glue:text}`cal_proved_bound_max` over the seeds, close to $1/\sqrt d$, the value for Newton–Schulz on this family).
+#   measured at most {glue:text}`cal_proved_bound_max` over the seeds, close to $1/\sqrt d$, the value for
+#   Newton–Schulz on this family).
 # * sanity `ns_basin`: Newton–Schulz's success rate differs from $[r < 1]$ by at most this (0 by algebra).
 # * sanity `full_batch_is_ns`: one epoch of adaptive SGD with $b = d$ against one Newton–Schulz step (algebra).
 #
