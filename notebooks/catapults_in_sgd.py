@@ -495,7 +495,10 @@ checks.claim("sgd_test_mean", min(log_ratio(mean["test"][P.n], mean["test"][b]) 
              at_least=0.02, what=f"mean over {len(seeds_mean)} seeds: smallest log10 test-loss ratio full batch / "
                                  "batch < n")
 checks.sanity("gd_start_above_edge", lam0 * eta_hi / 2, at_least=1.0,
-              what="c = 1.5: sharpness at iteration 0 over 2/eta (= c by construction)")
+              what="c = 1.5: sharpness at iteration 0 over 2/eta (= c by construction)");
+
+# %%
+# what the run measured, beside the checks
 checks.record(lambda0=lam0, alignment_init=align_init,
               gd_spikes={c: r["spikes"] for c, r in gd.items()}, gd_test={c: r["final_test"] for c, r in gd.items()},
               gd_alignment={c: r["alignment"] for c, r in gd.items()},

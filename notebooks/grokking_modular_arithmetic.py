@@ -701,7 +701,10 @@ checks.claim("net_nfm_dev_final_over_init", max(r["nfm_dev"][-1] / r["nfm_dev"][
 checks.claim("net_nfa_gain_over_matched", min(r["nfa"][-1] - r["matched"].max() for r in net_ops), at_least=0.0,
              what="network: corr(NFM, AGOP^1/2), all entries, minus the best of five spectrum-matched networks")
 checks.claim("net_nfa_off_gain_over_matched", min(r["nfa_off"][-1] - r["matched_off"].max() for r in net_ops),
-             at_least=0.0, what="network: the same over the off-diagonal entries")
+             at_least=0.0, what="network: the same over the off-diagonal entries");
+
+# %%
+# what the run measured, beside the checks
 if fraction_sweep:
     checks.record(fraction_final_acc={f"{op} {f_}": r["final_acc"] for (op, f_), r in fraction_sweep.items()},
                   fraction_first_half={f"{op} {f_}": r["first_half"] for (op, f_), r in fraction_sweep.items()})

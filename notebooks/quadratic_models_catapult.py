@@ -480,7 +480,10 @@ checks.claim("deep_quad_vs_linear", log_ratio(min(deep_lin_end, 1e300), final_or
 checks.sanity("subcritical_monotone", spikes_sub, at_most=0,
               what="loss spikes of the three models at c = 0.5 (linear regime)")
 checks.sanity("linear_regimes", linear_wrong, at_most=0,
-              what="grid points where the linear model does not converge iff c < 1")
+              what="grid points where the linear model does not converge iff c < 1");
+
+# %%
+# what the run measured, beside the checks
 checks.record(lambda0=lam0, edge_quad=edges["quadratic"], edge_net=edges["network"],
               test_gap_net=test_gap["network"], test_gap_quad=test_gap["quadratic"],
               best_test_gap_net=best_gap["network"], best_test_gap_quad=best_gap["quadratic"],
