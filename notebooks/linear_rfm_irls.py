@@ -73,6 +73,7 @@ from IPython.display import display
 
 import rfm
 import rfm.book
+from rfm.metrics import relative_error
 from rfm.models import linear as L
 from rfm.nets.linear import deep_linear_completion, diagonal_network_regression
 from rfm.data import low_rank_completion, sparse_regression
@@ -95,11 +96,6 @@ N_OBS = int(round(P.ratio * P.r * (2 * P.d_mc - P.r)))
 print(f"profile={P.profile}, sparse: n={P.n}, d={P.d}, s={P.s}; completion: d={P.d_mc}, r={P.r}, "
       f"{N_OBS} observed entries ({P.ratio:.2f} per degree of freedom); {P.trials} trials; "
       f"device={rfm.book.device_name(dev)}")
-
-
-def rel(a, b):
-    """Relative error in the Euclidean / Frobenius norm."""
-    return float(torch.linalg.norm(a - b) / torch.linalg.norm(b))
 
 
 def problem_seed(t):
@@ -183,8 +179,10 @@ for name, method in SPARSE_METHODS.items():
         t0 = time.perf_counter()
         path = method(X.to(dev), y.to(dev)).cpu()
         secs.append(time.perf_counter() - t0)
-        errs.append([rel(w_t, w) for w_t in path])
+        errs.append([relative_error(w_t, w) for w_t in path])
     sp_err[name], sp_seconds[name] = np.array(errs), secs
+
+# %%
 min_norm = sp_err["lin-RFM, alpha = 1/4 (IRLS-1)"][:, 0]      # iteration 0: X^+ y
 sp_secs = sp_seconds["lin-RFM, alpha = 1/4 (IRLS-1)"]   # lin-RFM's own time, for the comparison with the network
 diag = [diagonal_network_regression(X.to(dev), y.to(dev), depth=2, init_scale=1e-3, lr=2e-2, steps=P.diag_steps,
@@ -203,29 +201,22 @@ step_gap = float(torch.max(torch.abs(L.lin_rfm_sparse_step(X0, y0, w1, alpha=0.2
                                      - L.irls_step(X0, y0, w1, p=L.alpha_to_irls_p(0.25)))))
 print(f"one lin-RFM step vs one IRLS step (alpha = 1/4, p = 1): max difference {step_gap:.1e}")
 
+# %%
 sp_gain = float(np.median(np.log10(min_norm / final["lin-RFM, alpha = 1/4 (IRLS-1)"])))
 sp_vs_diag = float(np.median(np.log10(diag_err / final["lin-RFM, alpha = 1/4 (IRLS-1)"])))
 stalled = final["lin-RFM, alpha = 1/2 (IRLS-0)"] > 1e-3
-rfm.book.glue("n_trials", f"{P.trials}")
-rfm.book.glue("sp_n", f"{P.n}")
-rfm.book.glue("sp_d", f"{P.d}")
-rfm.book.glue("sp_s", f"{P.s}")
-rfm.book.glue("sp_iters", f"{P.sparse_iters}")
-rfm.book.glue("sp_min_norm", f"{np.min(min_norm):.2f} to {np.max(min_norm):.2f}")
-rfm.book.glue("sp_quarter", f"{np.max(final['lin-RFM, alpha = 1/4 (IRLS-1)']):.1e}")
-rfm.book.glue("sp_quarter_seed0", f"{final['lin-RFM, alpha = 1/4 (IRLS-1)'][0]:.1e}")
-rfm.book.glue("sp_gain", f"{sp_gain:.1f}")
-rfm.book.glue("sp_half_stalled", f"{int(stalled.sum())} of {P.trials}")
-rfm.book.glue("sp_half_worst", f"{np.max(final['lin-RFM, alpha = 1/2 (IRLS-0)']):.2g}")
-rfm.book.glue("sp_irls1", f"{np.median(final['IRLS p = 1, smoothed']):.1e}")
-rfm.book.glue("sp_irls0", f"{np.max(final['IRLS p = 0, smoothed']):.1e}")
-rfm.book.glue("step_gap", f"{step_gap:.0e}")
-rfm.book.glue("diag_steps", f"{P.diag_steps:,}")
-rfm.book.glue("diag_err", f"{np.median(diag_err):.1e}")
-rfm.book.glue("diag_train", f"{np.median([res['train_error'][-1] for res in diag]):.1e}")
-rfm.book.glue("diag_secs", f"{np.median(diag_secs):.1f}")
-rfm.book.glue("sp_secs", f"{np.median(sp_secs):.2f}")
-rfm.book.glue("sp_vs_diag", f"{sp_vs_diag:.1f}");
+rfm.book.glue_many(dict(n_trials=P.trials, sp_n=P.n, sp_d=P.d, sp_s=P.s, sp_iters=P.sparse_iters), "{}")
+rfm.book.glue_many(dict(sp_quarter=np.max(final["lin-RFM, alpha = 1/4 (IRLS-1)"]),
+                        sp_quarter_seed0=final["lin-RFM, alpha = 1/4 (IRLS-1)"][0],
+                        sp_irls1=np.median(final["IRLS p = 1, smoothed"]),
+                        sp_irls0=np.max(final["IRLS p = 0, smoothed"]),
+                        diag_err=np.median(diag_err), diag_train=np.median([res["train_error"][-1] for res in diag])),
+                   "{:.1e}")
+rfm.book.glue_many(dict(sp_gain=sp_gain, sp_vs_diag=sp_vs_diag, diag_secs=np.median(diag_secs)), "{:.1f}")
+rfm.book.glue_many(sp_min_norm=f"{np.min(min_norm):.2f} to {np.max(min_norm):.2f}",
+                   sp_half_stalled=f"{int(stalled.sum())} of {P.trials}",
+                   sp_half_worst=f"{np.max(final['lin-RFM, alpha = 1/2 (IRLS-0)']):.2g}", step_gap=f"{step_gap:.0e}",
+                   diag_steps=f"{P.diag_steps:,}", sp_secs=f"{np.median(sp_secs):.2f}");
 
 # %% mystnb={"figure": {"caption": "Sparse regression: relative error of every iterate (median over the trials, band from the best to the worst trial). Iteration 0 is the minimum-norm solution for every method; the dashed line is the diagonal linear network's final error.", "name": "fig-linear-rfm-irls-sparse"}}
 COLORS = {"lin-RFM, alpha = 1/4 (IRLS-1)": "tab:blue", "lin-RFM, alpha = 1/2 (IRLS-0)": "tab:red",
@@ -284,10 +275,10 @@ for ratio_ns in P.phase_ratios:
         X, y, w = sparse_regression(n_meas, P.d, P.s, generator=problem_seed(100 + t))
         X, y = X.to(dev), y.to(dev)
         phase_rows.append({"n/s": ratio_ns, "n": n_meas, "trial": t,
-                           "min-norm": rel(torch.linalg.pinv(X).cpu() @ y.cpu(), w) < 1e-3,
-                           "lin-RFM, alpha = 1/4": rel(L.lin_rfm_sparse(X, y, iters=P.sparse_iters,
+                           "min-norm": relative_error(torch.linalg.pinv(X).cpu() @ y.cpu(), w) < 1e-3,
+                           "lin-RFM, alpha = 1/4": relative_error(L.lin_rfm_sparse(X, y, iters=P.sparse_iters,
                                                                          alpha=0.25).cpu(), w) < 1e-3,
-                           "lin-RFM, alpha = 1/2": rel(L.lin_rfm_sparse(X, y, iters=P.sparse_iters,
+                           "lin-RFM, alpha = 1/2": relative_error(L.lin_rfm_sparse(X, y, iters=P.sparse_iters,
                                                                          alpha=0.5).cpu(), w) < 1e-3})
 phase = pd.DataFrame(phase_rows).groupby("n/s")[["min-norm", "lin-RFM, alpha = 1/4",
                                                  "lin-RFM, alpha = 1/2"]].mean()
@@ -296,10 +287,10 @@ quarter = phase["lin-RFM, alpha = 1/4"]
 phase_gap = float((quarter - phase["min-norm"]).max())
 full_success = quarter[quarter >= 1.0]
 transition = float(full_success.index.min()) if len(full_success) else float("nan")
-rfm.book.glue("phase_trials", f"{P.phase_trials}")
-rfm.book.glue("phase_transition", "never" if np.isnan(transition) else f"{transition:g}")
-rfm.book.glue("phase_minnorm_max", f"{phase['min-norm'].max():.2f}")
-rfm.book.glue("phase_half_max", f"{phase['lin-RFM, alpha = 1/2'].max():.2f}");
+rfm.book.glue_many(phase_trials=f"{P.phase_trials}",
+                   phase_transition="never" if np.isnan(transition) else f"{transition:g}",
+                   phase_minnorm_max=f"{phase['min-norm'].max():.2f}",
+                   phase_half_max=f"{phase['lin-RFM, alpha = 1/2'].max():.2f}");
 
 # %% mystnb={"figure": {"caption": "Sparse regression: share of problems recovered (relative error below 1e-3) against measurements per non-zero coefficient.", "name": "fig-linear-rfm-irls-phase-sparse"}}
 fig, ax = plt.subplots(figsize=(6, 3.4))
@@ -366,6 +357,8 @@ mc_final = {name: np.array([res["eval_error"][-1] for res in runs]) for name, ru
 mc_secs = {name: np.array([res["time"][-1] for res in runs]) for name, runs in mc.items()}
 held_err = np.array([h["eval_error"][h["iteration"]] for h in held])
 held_it = [h["iteration"] for h in held]
+
+# %%
 table = pd.DataFrame({name: {"median test error": np.median(mc_final[name]), "worst test error": mc_final[name].max(),
                              "median seconds": np.median(mc_secs[name])} for name in mc}).T
 table.loc["lin-RFM, SVD-free, stopped on held-out entries"] = [np.median(held_err), held_err.max(), np.nan]
@@ -376,24 +369,17 @@ mc_vs_quarter = float(np.median(np.log10(mc_final["lin-RFM, alpha = 1/4"] / mc_f
 mc_vs_dln = float(np.median(np.log10(mc_final["deep linear network"] / mc_final[RFM_MC])))
 mc_vs_irls = float(np.median(np.log10(mc_final["IRLS-1, smoothed"] / mc_final[RFM_MC])))
 mc_median = float(np.median(mc_final[RFM_MC]))
-rfm.book.glue("mc_obs", f"{N_OBS:,}")
-rfm.book.glue("mc_ratio", f"{P.ratio:.2f}")
-rfm.book.glue("mc_trials", f"{P.mc_trials}")
-rfm.book.glue("mc_iters", f"{P.mc_iters}")
-rfm.book.glue("dln_steps", f"{P.dln_steps:,}")
-rfm.book.glue("mc_rfm", f"{mc_median:.1e}")
-rfm.book.glue("mc_rfm_worst", f"{mc_final[RFM_MC].max():.1e}")
-rfm.book.glue("mc_quarter", f"{np.median(mc_final['lin-RFM, alpha = 1/4']):.1e}")
-rfm.book.glue("mc_irls", f"{np.median(mc_final['IRLS-1, smoothed']):.1e}")
-rfm.book.glue("mc_dln", f"{np.median(mc_final['deep linear network']):.1e}")
-rfm.book.glue("mc_vs_quarter", f"{mc_vs_quarter:.1f}")
-rfm.book.glue("mc_vs_dln", f"{mc_vs_dln:.1f}")
-rfm.book.glue("mc_held", f"{np.median(held_err):.1e}")
-rfm.book.glue("mc_held_its", ", ".join(str(i) for i in held_it))
-rfm.book.glue("mc_secs_rfm", f"{np.median(mc_secs[RFM_MC]):.1f}")
-rfm.book.glue("mc_secs_quarter", f"{np.median(mc_secs['lin-RFM, alpha = 1/4']):.1f}")
-rfm.book.glue("mc_secs_irls", f"{np.median(mc_secs['IRLS-1, smoothed']):.1f}")
-rfm.book.glue("mc_secs_dln", f"{np.median(mc_secs['deep linear network']):.1f}");
+rfm.book.glue_many(dict(mc_obs=N_OBS, dln_steps=P.dln_steps), "{:,}")
+rfm.book.glue_many(mc_ratio=f"{P.ratio:.2f}", mc_trials=f"{P.mc_trials}", mc_iters=f"{P.mc_iters}",
+                   mc_held_its=", ".join(str(i) for i in held_it))
+rfm.book.glue_many(dict(mc_rfm=mc_median, mc_rfm_worst=mc_final[RFM_MC].max(),
+                        mc_quarter=np.median(mc_final["lin-RFM, alpha = 1/4"]),
+                        mc_irls=np.median(mc_final["IRLS-1, smoothed"]),
+                        mc_dln=np.median(mc_final["deep linear network"]),
+                        mc_held=np.median(held_err)), "{:.1e}")
+rfm.book.glue_many(dict(mc_vs_quarter=mc_vs_quarter, mc_vs_dln=mc_vs_dln), "{:.1f}")
+short = {RFM_MC: "rfm", "lin-RFM, alpha = 1/4": "quarter", "IRLS-1, smoothed": "irls", "deep linear network": "dln"}
+rfm.book.glue_many({short[name]: np.median(secs) for name, secs in mc_secs.items()}, "{:.1f}", prefix="mc_secs_");
 
 # %% mystnb={"figure": {"caption": "Matrix completion: relative error on the unobserved entries against iteration (left) and against seconds of computation (right), median over the trials. The deep linear network has no iterations of the same kind: its final error is the dashed line on the left.", "name": "fig-linear-rfm-irls-completion"}}
 MC_COLORS = {RFM_MC: "tab:blue", "lin-RFM, alpha = 1/4": "tab:red", "IRLS-1, smoothed": "tab:green",
@@ -468,18 +454,14 @@ display(grid.style.format("{:.2f}"))
 by_ratio = mcp.groupby("obs/dof")["recovered"].mean()
 mc_phase_low = float(by_ratio[by_ratio.index <= 1.25].mean()) if (by_ratio.index <= 1.25).any() else float("nan")
 mc_phase_high = float(by_ratio[by_ratio.index >= 3.0].mean()) if (by_ratio.index >= 3.0).any() else float("nan")
-rfm.book.glue("mcp_d", f"{P.mc_phase_d}")
-rfm.book.glue("mcp_iters", f"{P.mc_phase_iters}")
-rfm.book.glue("mcp_trials", f"{P.mc_phase_trials}")
+rfm.book.glue_many(dict(d=P.mc_phase_d, iters=P.mc_phase_iters, trials=P.mc_phase_trials), "{}", prefix="mcp_")
 per_rank = {}
 for rank, row in grid.iterrows():
     full_rows = row[row >= 1.0]
     per_rank[rank] = float(full_rows.index.min()) if len(full_rows) else float("nan")
 rfm.book.glue("mcp_low_rank", f"{low_rank_cell[0]}")
-rfm.book.glue("mcp_low_dln", f"{dln_low:.1e}")
-rfm.book.glue("mcp_low_rfm", f"{rfm_low:.1e}")
-rfm.book.glue("mcp_low", f"{mc_phase_low:.2f}")
-rfm.book.glue("mcp_high", f"{mc_phase_high:.2f}")
+rfm.book.glue_many(dict(low_dln=dln_low, low_rfm=rfm_low), "{:.1e}", prefix="mcp_")
+rfm.book.glue_many(dict(low=mc_phase_low, high=mc_phase_high), "{:.2f}", prefix="mcp_")
 rfm.book.glue("mcp_per_rank", "; ".join(f"rank {rank}: " + ("none on the grid" if np.isnan(v) else f"{v:g}")
                                        for rank, v in per_rank.items()));
 
@@ -574,9 +556,13 @@ plt.show()
 #
 # Each claim is compared with a control from the same run; the thresholds sit beyond the worst of seeds 0–9 (the
 # table below shows the calibration). The claims are medians over the trials of one run, mostly in orders of
-# magnitude ($\log_{10}$ of an error ratio). Margins below the worst calibrated seed: about 4.7 orders for
-# `sparse_gain` (rule 5), 4 orders for `sparse_vs_network` (rule 4), a factor of 50 for `completion_error` (rule $10^{-5}$), 3.5 and 2.7 orders for the two
-# completion comparisons (rule 2), and a factor of 2.5 for the timing (rule 3), which is the noisiest.
+# magnitude ($\log_{10}$ of an error ratio). The worst calibrated seed's value against each rule:
+# {glue:text}`cal_sparse_gain_worst` for `sparse_gain` (rule {glue:text}`rule_sparse_gain`),
+# {glue:text}`cal_sparse_vs_network_worst` for `sparse_vs_network` (rule {glue:text}`rule_sparse_vs_network`),
+# {glue:text}`cal_completion_error_worst` for `completion_error` (rule {glue:text}`rule_completion_error`),
+# {glue:text}`cal_completion_vs_quarter_worst` and {glue:text}`cal_completion_vs_dln_worst` for the two completion
+# comparisons (rule {glue:text}`rule_completion_vs_quarter`), and {glue:text}`cal_svd_free_speedup_worst` for the
+# timing (rule {glue:text}`rule_svd_free_speedup`), which is the noisiest.
 #
 # * `sparse_gain`: lin-RFM ($\alpha = \tfrac14$) against its iteration 0, the minimum-norm solution.
 # * `sparse_vs_network`: lin-RFM ($\alpha = \tfrac14$) against the diagonal linear network.
@@ -611,10 +597,13 @@ checks.claim("completion_vs_dln", mc_vs_dln, at_least=2.0,
 checks.claim("svd_free_speedup", svd_speedup, at_least=3.0,
              what="metric update at the largest d: seconds through the eigendecomposition / SVD-free")
 checks.sanity("irls_step", step_gap, at_most=1e-8, what="max difference of one lin-RFM step and one IRLS step")
+rfm.book.glue_calibration("linear_rfm_irls", fmt="{:.3g}")
+rfm.book.glue_many({name: c.rule for name, c in checks.checks.items()}, prefix="rule_")
 checks.record(
     sparse_final={name: [float(v) for v in e] for name, e in final.items()}, sparse_min_norm=[float(v) for v in min_norm],
     sparse_half_stalled=int(stalled.sum()), diagonal_network_error=[float(v) for v in diag_err],
-    diagonal_network_seconds=[float(v) for v in diag_secs], lin_rfm_sparse_seconds=sp_secs, phase={str(k): v for k, v in phase.to_dict(orient="index").items()},
+    diagonal_network_seconds=[float(v) for v in diag_secs], lin_rfm_sparse_seconds=sp_secs,
+    phase=phase.to_dict(orient="index"),
     phase_transition=transition, completion_final={name: [float(v) for v in e] for name, e in mc_final.items()},
     completion_seconds={name: [float(v) for v in e] for name, e in mc_secs.items()},
     completion_vs_irls=mc_vs_irls, held_out_error=[float(v) for v in held_err], held_out_iteration=held_it,

@@ -201,8 +201,7 @@ for name in KERNELS:
 for k, fmt in (("tr_gain", "{:+.3f}"), ("pr_gain", "{:+.3f}"), ("tr_gain_big", "{:+.3f}"), ("tr_worst", "{:+.3f}")):
     for name in KERNELS:
         rfm.book.glue(f"{k}_{name}", globals()[k][name], fmt)
-rfm.book.glue("n_small", N_SMALL)
-rfm.book.glue("n_big", n_big)
+rfm.book.glue_many(n_small=N_SMALL, n_big=n_big)
 worst_direct = {kind: min(v) for kind, v in tr_vs_direct["laplace"].items()}
 rfm.book.glue("direct_losers", ", ".join(f"{k} ({v:+.3f})" for k, v in worst_direct.items() if v < 0) or "none")
 
@@ -295,15 +294,16 @@ plt.show()
 # margin stated for each.
 #
 # * `translated_gain_small`: translated minus baseline accuracy at $n_t = 20$, mean over the corruptions and draws
-#   (Laplace). Rule ≥ 0.15; worst seed 0.242, margin 0.09.
-# * `projected_gain_small`: the same for projection. Rule ≥ 0.1; worst seed 0.177, margin 0.077.
-# * `ntk_translated_gain_small`: `translated_gain_small` with the NTK as source, baseline and correction kernel.
-#   Rule ≥ 0.15; worst seed 0.227, margin 0.077.
+#   (Laplace); {glue:text}`cal_translated_gain_small`.
+# * `projected_gain_small`: the same for projection; {glue:text}`cal_projected_gain_small`.
+# * `ntk_translated_gain_small`: `translated_gain_small` with the NTK as source, baseline and correction kernel;
+#   {glue:text}`cal_ntk_translated_gain_small`.
 # * `translated_worst_case`: translated minus baseline, mean over draws, minimised over every corruption and $n_t$
-#   (Laplace): translation never loses more than 0.03 to the baseline. Rule ≥ −0.03; worst seed 0.000 (at the
-#   largest $n_t$ the two meet), margin 0.03.
+#   (Laplace): translation never loses more than 0.03 to the baseline. Rule
+#   {glue:text}`cal_translated_worst_case_rule`; worst seed {glue:text}`cal_translated_worst_case_worst_seed`: zero
+#   to round-off (at the largest $n_t$ the two meet), margin {glue:text}`cal_translated_worst_case_margin`.
 # * `gap_shrinks`: translated-minus-baseline at $n_t = 20$ minus the same at the largest $n_t$ (Laplace): the gain
-#   of transfer shrinks as target data grow. Rule ≥ 0.15; worst seed 0.219, margin 0.069.
+#   of transfer shrinks as target data grow; {glue:text}`cal_gap_shrinks`.
 # * sanity `no_target_data_is_source`: translation fitted on no target samples predicts exactly the source's outputs
 #   (by construction).
 #
@@ -317,6 +317,7 @@ empty = TranslatedKernel(sources["laplace"]).fit(X_test0[:0], torch.zeros(0, 10,
 no_data_gap = float((empty.predict(X_test0) - source_outputs(sources["laplace"], X_test0)).abs().max())
 
 checks = rfm.book.Checks("transfer_learning_kernels", P, seed=seed, device=dev, output_dir=output_dir)
+rfm.book.glue_calibration("transfer_learning_kernels", fmt="{:.3g}")
 checks.claim("translated_gain_small", tr_gain["laplace"], at_least=0.15,
              what=f"translated - target-only baseline accuracy at n_t = {N_SMALL}, mean over corruptions (Laplace)")
 checks.claim("projected_gain_small", pr_gain["laplace"], at_least=0.1,

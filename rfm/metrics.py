@@ -381,3 +381,20 @@ def eigenvector_mass(M, coordinates, k: int = 20) -> torch.Tensor:
     M = check_square(M, "M").detach().to(torch.float64).cpu()
     k = check_number("k", k, low=1, high=M.shape[0], integer=True)
     return top_eigenvectors(M, k)[list(coordinates)].square().sum(0)
+
+
+def relative_error(estimate, truth) -> float:
+    """The relative error ``||estimate - truth|| / ||truth||`` in the Euclidean (vectors) or Frobenius (matrices) norm.
+
+    Parameters
+    ----------
+    estimate : torch.Tensor
+        The estimate.
+    truth : torch.Tensor
+        The true value, of the same shape (not zero).
+
+    Returns
+    -------
+    float
+    """
+    return float(torch.linalg.norm(estimate - truth) / torch.linalg.norm(truth))

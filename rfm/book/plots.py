@@ -9,6 +9,8 @@ accept ``ax=`` to draw into an existing figure.
 * :func:`spectrum`      -- the top eigenvalues of one or several symmetric matrices (bars, or lines for many);
 * :func:`curves`        -- metrics against the iteration (or any x), with horizontal reference lines;
 * :func:`pixel_weights` -- a per-pixel weight (diag(M), a network's NFM diagonal) as an image.
+* :func:`signed_image`  -- one matrix on a scale symmetric about 0 (minus its diagonal, split into blocks);
+* :func:`grokking_progress` -- the panels of one RFM run on modular arithmetic, by iteration.
 
 Coordinates are numbered from 1 on the axes, as in the papers (x_1, x_2, ...), although the arrays are 0-based.
 """
@@ -400,3 +402,79 @@ def pixel_weights(ax, weights, shape=(28, 28), title: str = "", *, cmap: str = "
     ax.set_ylabel("pixel row", fontsize=8)
     ax.tick_params(labelsize=7)
     return im
+
+
+def signed_image(ax, A, title: str | None = None, *, zero_diagonal: bool = False, split: int | None = None):
+    """A matrix as an image on a red-blue scale symmetric about 0, without ticks.
+
+    Parameters
+    ----------
+    ax : matplotlib.axes.Axes
+        Where to draw.
+    A : array-like of shape (n, m)
+        The matrix.
+    title : str or None, default=None
+        The axes' title.
+    zero_diagonal : bool, default=False
+        Show A minus its diagonal (a diagonal that dominates would hide the rest).
+    split : int or None, default=None
+        Draw black lines between rows and between columns ``split - 1`` and ``split`` (two digits' blocks).
+
+    Returns
+    -------
+    matplotlib.image.AxesImage
+    """
+    A = np.array(to_numpy(A), dtype=float)
+    if zero_diagonal:
+        np.fill_diagonal(A, 0.0)
+    lim = np.abs(A).max()
+    image = ax.imshow(A, cmap="RdBu_r", vmin=-lim, vmax=lim)
+    if title:
+        ax.set_title(title, fontsize=9)
+    ax.set_xticks([])
+    ax.set_yticks([])
+    if split is not None:
+        ax.axhline(split - 0.5, color="k", lw=0.5)
+        ax.axvline(split - 0.5, color="k", lw=0.5)
+    return image
+
+
+def grokking_progress(curves: dict, title: str):
+    """Four panels of one RFM run on modular arithmetic, by iteration: accuracies, MSEs, the correct-class test loss,
+    and the circulant deviation with the AGOP alignments; the transition (last flat to first above one half) shaded.
+
+    Parameters
+    ----------
+    curves : dict
+        The output of :func:`rfm.nets.callbacks.grokking_curves`.
+    title : str
+        The figure's title.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    cv = curves
+    fig, axes = plt.subplots(1, 4, figsize=(16, 3.6), sharex=True)
+    it = cv["iteration"]
+    axes[0].plot(it, cv["train_acc"], "o-", ms=3, label="train")
+    axes[0].plot(it, cv["test_acc"], "o-", ms=3, label="test")
+    axes[0].set_ylabel("accuracy")
+    axes[1].plot(it, cv["test_mse"], "o-", ms=3, color="C1", label="test MSE (all outputs)")
+    axes[1].plot(it, cv["train_mse_measured"], "o-", ms=3, color="C0",
+                 label=f"train MSE (at most {cv['train_mse_measured'].max():.0e})")
+    axes[1].set_ylim(0, 1.1 * cv["test_mse"].max())
+    axes[2].plot(it, cv["test_correct_mse"], "o-", ms=3, color="C4", label="correct-class test loss")
+    axes[2].set_ylim(0, 1.1 * cv["test_correct_mse"].max())
+    axes[3].plot(it, cv["circulant_deviation"], "o-", ms=3, color="C2", label="circulant deviation")
+    axes[3].plot(it, cv["align"], "o-", ms=3, color="C3", label="AGOP alignment (whole M)")
+    axes[3].plot(it, cv["align_block"], "--", color="C3", alpha=0.6, label="alignment, off-diagonal block")
+    axes[3].set_ylim(-0.05, 1.05)
+    for ax in axes:
+        if cv["first_half"] is not None:
+            ax.axvspan(cv["last_flat"] + 0.5, cv["first_half"] + 0.5, color="0.9")
+        ax.set_xlabel("RFM iteration")
+        ax.legend(fontsize=7)
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    return fig

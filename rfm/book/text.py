@@ -184,3 +184,22 @@ _FACTS = ("rule", "worst_seed", "worst", "margin", "min", "median", "max", "pass
 def _shown(value, fmt: str) -> str:
     """A calibrated value for the text: a bool as "True"/"False", a missing one as "n/a", a number by ``fmt``."""
     return str(value) if isinstance(value, bool) else _number(value, fmt)
+
+
+def span(values, fmt: str = "{:.2f}") -> str:
+    """The range of some values as text: ``"0.91 to 0.99"``, or one value when both ends read the same.
+
+    Parameters
+    ----------
+    values : iterable of numbers
+        The values (runs, seeds, operations, ...).
+    fmt : str, default="{:.2f}"
+        The format of each end.
+
+    Returns
+    -------
+    str
+    """
+    values = list(values)
+    lo, hi = fmt.format(min(values)), fmt.format(max(values))
+    return lo if lo == hi else f"{lo} to {hi}"

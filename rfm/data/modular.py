@@ -483,10 +483,7 @@ def random_circulant_features(p: int, operation: str = "add", *, generator=0, dt
     ``1 +- |fft(c)_k|``, and ``|fft(c)_k| > 1`` for most k); the code takes the real part of scipy's principal square root,
     which for a symmetric matrix is V max(lambda, 0)^{1/2} V^T, i.e. :func:`rfm.utils.psd_power` with power 1/2."""
     p = check_prime(p)
-    C = random_circulant_block(p, operation, generator=generator, dtype=dtype)
-    P = torch.eye(p, dtype=C.dtype) - torch.full((p, p), 1.0 / p, dtype=C.dtype)
-    A = torch.cat([torch.cat([P, C], 1), torch.cat([C.T, P], 1)], 0)
-    return psd_power(A, 0.5)
+    return coupled_features(random_circulant_block(p, operation, generator=generator, dtype=dtype))
 
 
 def template_addition(p: int, magnitudes, *, generator=0, dtype="float64") -> dict:
@@ -535,6 +532,67 @@ def fourier_residuals(Y, F) -> torch.Tensor:
     k = torch.arange(1, half + 1)
     num, den = R[k] + R[p - k], T[k] + T[p - k]
     return torch.where(den > 1e-12 * float(T.sum()), num / den.clamp_min(1e-300), torch.full_like(num, math.nan))
+
+def centred_identity(p: int, dtype=torch.float64) -> torch.Tensor:
+    """The centred identity I - 11^T/p, the projection orthogonal to the all-ones vector of one digit.
+
+    Parameters
+    ----------
+    p : int
+        The size.
+    dtype : torch.dtype, default=torch.float64
+        Its dtype.
+
+    Returns
+    -------
+    torch.Tensor of shape (p, p)
+    """
+    return torch.eye(p, dtype=dtype) - torch.full((p, p), 1.0 / p, dtype=dtype)
+
+
+def coupled_features(C) -> torch.Tensor:
+    """The feature matrix sqrt([[I - 11^T/p, C], [C^T, I - 11^T/p]]) (PSD part) with coupling block ``C``.
+
+    :func:`random_circulant_features` is this with a random circulant ``C``; any other block (the same random block
+    in the wrong order, say) makes a control.
+
+    Parameters
+    ----------
+    C : torch.Tensor of shape (p, p)
+        The block coupling the first digit with the second.
+
+    Returns
+    -------
+    torch.Tensor of shape (2p, 2p)
+        :func:`rfm.utils.psd_power` of the matrix, with power 1/2.
+    """
+    C = _matrix(C, "C")
+    P = centred_identity(C.shape[0], C.dtype)
+    return psd_power(torch.cat([torch.cat([P, C], 1), torch.cat([C.T, P], 1)], 0), 0.5)
+
+
+def centred_identity_distance(M, p: int | None = None) -> float:
+    """Relative Frobenius distance of the first diagonal block of M from its best multiple of I - 11^T/p.
+
+    Parameters
+    ----------
+    M : array-like of shape (2p, 2p)
+        A feature matrix on pairs of one-hot digits.
+    p : int or None, default=None
+        The modulus; None reads it from M (half its size).
+
+    Returns
+    -------
+    float
+        ``||D - k P|| / ||D||`` with D the block, P the centred identity and k the least-squares multiple.
+    """
+    M = _matrix(M, "M")
+    p = M.shape[0] // 2 if p is None else p
+    D = M[:p, :p].to(torch.float64)
+    P = centred_identity(p)
+    k = (D * P).sum() / P.square().sum()
+    return float((D - k * P).norm() / D.norm())
+
 
 # Names that moved to rfm.nets in 0.2 (a data module holds no network, training callback or curve measure): old -> new module.
 MOVED = {"quadratic_net": "rfm.nets.mlp", "NetworkProgress": "rfm.nets.callbacks", "GrokkingProgress": "rfm.nets.callbacks",

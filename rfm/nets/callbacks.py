@@ -12,14 +12,26 @@ from __future__ import annotations
 
 import time
 
+import numpy as np
 import torch
 
 from .._checks import check_number
-from ..data.modular import (ModularData, agop_alignment, block_circulant_deviation, correct_class_mse,
-                            off_diagonal_block)
+from ..data.modular import (
+    ModularData,
+    agop_alignment,
+    block_circulant_deviation,
+    correct_class_mse,
+    dual_operation,
+    off_diagonal_block,
+)
+from ..metrics import matrix_correlation
+from ..utils import psd_power
+from .baselines import matched_network
+from .curves import first_reaching
 from .mlp import MLP, layer_agop, nfm
 
-__all__ = ["GrokkingProgress", "NetworkProgress"]
+__all__ = ["GrokkingProgress", "NetworkProgress", "grokking_curves", "grokking_network_summary", "grokking_summary",
+           "nfa_correlations"]
 
 
 def _check_data(data) -> ModularData:
@@ -159,3 +171,128 @@ class GrokkingProgress:
             else:
                 out.append(agop_alignment(r["M"], ref, part=part))
         return out
+
+
+def grokking_curves(progress: GrokkingProgress, *, flat: float = 0.05, half: float = 0.5) -> dict:
+    """The columns of a :class:`GrokkingProgress` as arrays, with the AGOP alignments and the transition's bounds.
+
+    Parameters
+    ----------
+    progress : GrokkingProgress
+        The records of one RFM fit.
+    flat : float, default=0.05
+        ``last_flat`` is the last iteration with test accuracy at most ``flat`` (0 when there is none).
+    half : float, default=0.5
+        ``first_half`` is the first iteration with test accuracy above ``half`` (None when there is none).
+
+    Returns
+    -------
+    dict
+        ``iteration``, ``train_acc``, ``test_acc``, ``test_mse``, ``test_correct_mse``, ``train_mse_measured``,
+        ``circulant_deviation``, ``train_residual`` (arrays of floats, one entry per solve); ``align`` (the cosine of
+        the whole M with the last, the paper's measure) and ``align_block`` (of the off-diagonal blocks only, NaN at
+        M_0 = I); ``last_flat`` and ``first_half``.
+    """
+    c = {k: np.array(progress.column(k), dtype=float) for k in (
+        "iteration", "train_acc", "test_acc", "test_mse", "test_correct_mse", "train_mse_measured",
+        "circulant_deviation", "train_residual")}
+    c["align"] = np.array(progress.alignment())
+    c["align_block"] = np.array(progress.alignment(part="off_diagonal"))
+    below = c["iteration"][c["test_acc"] <= flat]
+    c["last_flat"] = int(below[-1]) if len(below) else 0
+    above = c["iteration"][c["test_acc"] > half]
+    c["first_half"] = int(above[0]) if len(above) else None
+    return c
+
+
+def grokking_summary(curves: dict, *, early: int = 8) -> dict:
+    """What the checks read of one RFM run's :func:`grokking_curves`.
+
+    Parameters
+    ----------
+    curves : dict
+        The output of :func:`grokking_curves`.
+    early : int, default=8
+        ``max_early_acc`` is the largest test accuracy over iterations ``0 .. early - 1``.
+
+    Returns
+    -------
+    dict
+        ``first_half``, ``final_acc``, ``acc0`` (iteration 0's test accuracy), ``max_early_acc``, ``dev1`` and
+        ``final_dev`` (the circulant deviation after the first update and at the end), ``dev_increases`` (updates
+        after the first at which it did not fall), ``align_increases`` (iterations at which the whole-matrix
+        alignment did not rise), and the curves ``acc`` and ``dev``.
+    """
+    dev = curves["circulant_deviation"][1:]
+    return dict(first_half=curves["first_half"], final_acc=float(curves["test_acc"][-1]),
+                acc0=float(curves["test_acc"][0]), max_early_acc=float(curves["test_acc"][slice(0, early)].max()),
+                final_dev=float(dev[-1]), dev1=float(dev[0]), dev_increases=int((np.diff(dev) >= 0).sum()),
+                align_increases=int((np.diff(curves["align"]) <= 0).sum()), acc=curves["test_acc"],
+                dev=curves["circulant_deviation"])
+
+
+def nfa_correlations(nfm_matrix, agop_matrix) -> tuple[float, float]:
+    """corr(NFM, AGOP^{1/2}): Pearson over all entries (the NFA's measure) and over the off-diagonal entries only.
+
+    Parameters
+    ----------
+    nfm_matrix : array-like of shape (d, d)
+        A neural feature matrix W^T W.
+    agop_matrix : array-like of shape (d, d)
+        The network's AGOP at the same layer (its PSD square root is compared).
+
+    Returns
+    -------
+    all_entries, off_diagonal : float
+        The two Pearson correlations.
+    """
+    G = psd_power(agop_matrix, 0.5)
+    A = torch.as_tensor(nfm_matrix)
+    off = ~torch.eye(A.shape[0], dtype=torch.bool)
+    return matrix_correlation(A, G, "pearson"), matrix_correlation(A[off], G[off], "pearson")
+
+
+def grokking_network_summary(model: MLP, progress: NetworkProgress, X_train, *, matched_seeds=range(5)) -> dict:
+    """The measures of a network trained on modular arithmetic with a :class:`NetworkProgress` (``agop=True``).
+
+    Parameters
+    ----------
+    model : MLP
+        The trained network (its first layer is measured).
+    progress : NetworkProgress
+        Its records, with ``nfm`` and ``agop`` snapshots.
+    X_train : torch.Tensor
+        The training inputs (the AGOP of the spectrum-matched controls is taken there).
+    matched_seeds : iterable of int, default=range(5)
+        One :func:`rfm.nets.matched_network` control per seed: the trained W1's singular values in Haar-random
+        directions.
+
+    Returns
+    -------
+    dict
+        ``hist`` (the records), ``snaps`` (those with an NFM), ``ep``, ``test_acc``, ``nfm_ep``; per snapshot
+        ``nfm_dev`` (circulant deviation of the NFM block in the dual operation's order), ``nfm_dev_kernel_order``
+        (in the operation's own order), ``agop_align`` (with the last AGOP), ``nfa`` and ``nfa_off``
+        (:func:`nfa_correlations`); ``matched`` and ``matched_off`` (the same for the controls); ``fit_epoch``,
+        ``start_epoch`` and ``gen_epoch`` (first epochs at train accuracy 1, test accuracy 0.05 and 0.99).
+    """
+    op = progress.data.operation
+    hist = progress.records
+    snaps = [h for h in hist if "nfm" in h]
+    ep = np.array([h["epoch"] for h in hist])
+    test_acc = np.array([h["test_acc"] for h in hist])
+    X = X_train.to(next(model.parameters()).device, next(model.parameters()).dtype)
+    matched = []
+    for s in matched_seeds:
+        m_net = matched_network(model, 0, generator=s)
+        matched.append(nfa_correlations(nfm(m_net, 0), layer_agop(m_net, X, 0)))
+    nfa = [nfa_correlations(h["nfm"], h["agop"]) for h in snaps]
+    return dict(
+        hist=hist, snaps=snaps, ep=ep, test_acc=test_acc, nfm_ep=np.array([h["epoch"] for h in snaps]),
+        nfm_dev=np.array([block_circulant_deviation(h["nfm"], dual_operation(op)) for h in snaps]),
+        nfm_dev_kernel_order=np.array([block_circulant_deviation(h["nfm"], op) for h in snaps]),
+        agop_align=np.array([agop_alignment(h["agop"], snaps[-1]["agop"]) for h in snaps]),
+        nfa=np.array([a for a, _ in nfa]), nfa_off=np.array([b for _, b in nfa]),
+        matched=np.array([a for a, _ in matched]), matched_off=np.array([b for _, b in matched]),
+        fit_epoch=first_reaching(ep, [h["train_acc"] for h in hist], 1.0),
+        start_epoch=first_reaching(ep, test_acc, 0.05), gen_epoch=first_reaching(ep, test_acc, 0.99))

@@ -15,13 +15,26 @@ tangent-kernel eigendirections is :func:`rfm.nets.tangent_kernel.residual_in_top
 """
 from __future__ import annotations
 
-from .._checks import check_number
-from .tangent_kernel import lr_for_sharpness, sharpness
-# the two-layer network's SGD and AGOP live with the network; their names stay importable from here
-from .two_layer import check_data, two_layer_agop, two_layer_gd, two_layer_input_gradients, two_layer_loss  # noqa: F401
-from .two_layer import two_layer_ntk, two_layer_sgd  # noqa: F401
+import torch
 
-__all__ = ["multi_stage_gd", "two_layer_agop", "two_layer_input_gradients", "two_layer_sgd"]
+from .._checks import check_number
+from ..utils import make_generator
+from .tangent_kernel import lr_for_sharpness, residual_in_top_eigenspace, sharpness
+
+# the two-layer network's SGD and AGOP live with the network; their names stay importable from here
+from .two_layer import (
+    check_data,
+    two_layer_agop,
+    two_layer_gd,
+    two_layer_input_gradients,
+    two_layer_loss,
+    two_layer_ntk,
+    two_layer_outputs,
+    two_layer_sgd,
+)
+
+__all__ = ["batches_above_edge", "multi_stage_gd", "residual_shares", "two_layer_agop", "two_layer_input_gradients",
+           "two_layer_sgd"]
 
 
 def multi_stage_gd(X, y, U0, v0, *, stages: int, steps: int, c_first: float, c_raise: float, X_test=None,
@@ -63,3 +76,64 @@ def multi_stage_gd(X, y, U0, v0, *, stages: int, steps: int, c_first: float, c_r
             tests.append(two_layer_loss(U, v, X_test, y_test))
     return {"loss": losses, "stage_starts": starts, "lrs": lrs, "sharpness_start": lam_starts, "sharpness": lams,
             "test": tests, "params": params, "diverged": diverged, "U": U, "v": v}
+
+
+def residual_shares(U, v, X, y, ks) -> tuple[float, dict]:
+    """The training loss of the two-layer network and the share of its residual in the top-k eigendirections of its
+    current tangent kernel, for each k.
+
+    Parameters
+    ----------
+    U, v : torch.Tensor
+        The network's weights, shapes (m, d) and (m,).
+    X : torch.Tensor of shape (n, d)
+        The training inputs.
+    y : torch.Tensor of shape (n,)
+        The targets.
+    ks : iterable of int
+        The numbers of top eigendirections.
+
+    Returns
+    -------
+    loss : float
+        L = (1/2n) sum_i r_i^2.
+    shares : dict of int to float
+        k -> :func:`rfm.nets.tangent_kernel.residual_in_top_eigenspace` of the residual r = f(X) - y.
+    """
+    K = two_layer_ntk("network", U, v, U, v, X)
+    r = two_layer_outputs("network", U, v, U, v, X) - y
+    return 0.5 * float(r @ r) / len(y), {k: residual_in_top_eigenspace(K, r, k) for k in ks}
+
+
+def batches_above_edge(U, v, X, batch_sizes, lr: float, *, draws: int = 200, generator=0) -> dict:
+    """The share of random mini-batches whose own sharpness lambda_max(K_B)/b exceeds the stability edge 2/lr.
+
+    Parameters
+    ----------
+    U, v : torch.Tensor
+        The network's weights.
+    X : torch.Tensor of shape (n, d)
+        The training inputs the batches are drawn from (without replacement).
+    batch_sizes : iterable of int
+        The batch sizes, drawn in this order from one stream.
+    lr : float
+        The learning rate.
+    draws : int, default=200
+        Batches per size.
+    generator : int or torch.Generator, default=0
+        The stream of the batches.
+
+    Returns
+    -------
+    dict of int to float
+        Batch size -> share of its batches above the edge.
+    """
+    g = make_generator(generator)
+    out = {}
+    for b in batch_sizes:
+        hits = 0
+        for _ in range(draws):
+            idx = torch.randperm(len(X), generator=g)[:b].to(X.device)
+            hits += sharpness(two_layer_ntk("network", U, v, U, v, X[idx])) > 2 / lr
+        out[b] = hits / draws
+    return out

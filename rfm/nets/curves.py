@@ -24,7 +24,7 @@ import torch
 
 from .._checks import check_number
 
-__all__ = ["count_drops", "count_spikes", "first_reaching", "half_time", "logistic_mode", "logistic_onset",
+__all__ = ["count_drops", "count_spikes", "first_reaching", "half_time", "largest_spike", "logistic_mode", "logistic_onset",
            "loss_drops", "mode_onsets", "plateau_fraction", "plateau_levels", "rescaled_gap"]
 
 
@@ -319,3 +319,27 @@ def rescaled_gap(a, b, grid) -> float:
     ra, rb = rescaled(a), rescaled(b)
     ok = np.isfinite(ra) & np.isfinite(rb)
     return float(np.sqrt(np.mean((ra[ok] - rb[ok]) ** 2)))
+
+
+def largest_spike(losses, *, window: int = 10) -> dict:
+    """The largest spike of a loss curve: the step where the loss rises most above its running minimum, and the
+    lowest loss of the ``window`` steps before it.
+
+    Parameters
+    ----------
+    losses : sequence of float
+        The loss after every step (at least two).
+    window : int, default=10
+        How many steps before the peak to search for the pre-spike low.
+
+    Returns
+    -------
+    dict
+        ``peak`` (the step), ``ratio`` (the loss there over the running minimum of the steps before), ``pre`` (the
+        step of the lowest loss in ``[peak - window, peak)``).
+    """
+    L = _series(losses, "losses")
+    jump = L[1:] / np.minimum.accumulate(L)[:-1]
+    peak = int(np.argmax(jump)) + 1
+    start = max(0, peak - window)
+    return dict(peak=peak, ratio=float(jump[peak - 1]), pre=start + int(np.argmin(L[start:peak])))
