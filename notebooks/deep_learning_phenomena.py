@@ -147,7 +147,7 @@ if P.threads is not None:
 
 
 def fit_rfm(X, y, iters, callback=None, **kw):
-    kw = dict(dict(diag=True, centre=False), **kw)
+    kw = dict(dict(diag=True, center=False), **kw)
     return rfm.RFMClassifier(bandwidth=P.bandwidth, reg=P.reg, iters=iters, device=dev, callback=callback,
                              **kw).fit(X, y)
 
@@ -438,7 +438,7 @@ a_mid = sorted(g0["rfm"])[len(g0["rfm"]) // 2]
 pool_train, pool_test, kw = g0["pools"]
 train = it.square_task(pool_train, g0["counts"][0], mask=g0["mask"], amplitude=a_mid, generator=2 * seed, **kw[0])
 test = it.square_task(pool_test, g0["counts"][1], mask=g0["mask"], amplitude=a_mid, generator=2 * seed + 1, **kw[1])
-centred = fit_rfm(train.X, train.y, P.grok_iters, centre=True)
+centred = fit_rfm(train.X, train.y, P.grok_iters, center=True)
 acc_centred, mass_centred = centred.score(test.X, test.y), it.region_mass(centred.M_, g0["mask"])
 acc_uncentred = g0["rfm"][a_mid]["test_acc"][-1]
 print(f"a = {a_mid:g}, {P.grok_iters} iterations. Centred AGOP: test accuracy {acc_centred:.3f}, mass on the square "

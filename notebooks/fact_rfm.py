@@ -282,7 +282,7 @@ print(f"M = F is a fixed point of both updates: largest deviation {fixed_point_g
 data = mod.modular_arithmetic(P.p, "add", 0.5, generator=seed)
 grok = {}
 t_grok = time.perf_counter()
-grok_methods = {"NFA-RFM": dict(update="agop", agop_power=0.5, centre=True), "FACT-RFM": dict(update="fact")}
+grok_methods = {"NFA-RFM": dict(update="agop", agop_power=0.5, center=True), "FACT-RFM": dict(update="fact")}
 if P.profile == "full":
     grok_methods["FACT-RFM (geometric)"] = dict(update="fact_geometric")
 for name, kw in grok_methods.items():

@@ -328,7 +328,7 @@ plain = rfm.RFMRegressor(bandwidth=P.bandwidth, reg=P.reg, iters=0, dtype="float
 r2_plain = plain.score(Xte, yte)
 Z_check = torch.cat([Xtr[:8], Xte[:8]])   # 8 training points (the cusp convention matters) and 8 new ones
 alpha_plain = plain.alpha_.detach().cpu().to(torch.float64).reshape(-1)
-A_closed = plain.agop(Z_check, centre=False).cpu()
+A_closed = plain.agop(Z_check, center=False).cpu()
 A_ref = agop_reference(Z_check, Xtr, alpha_plain, torch.eye(P.d, dtype=torch.float64), P.bandwidth)
 agop_ref_identity = float((A_closed - A_ref).norm() / A_ref.norm())
 print(f"plain Laplace KRR (float64): test R^2 = {r2_plain:.3f}")
@@ -346,8 +346,8 @@ glue("agop_ref_identity", agop_ref_identity, "{:.0e}");
 # not, and it turns out to dominate ({numref}`fig-kernels-and-agop-plain-agop-spectrum`).
 
 # %% mystnb={"figure": {"caption": "The 20 largest eigenvalues of the AGOP of plain Laplace KRR on y = x1 x2 (relative to the largest), coloured by how much of each eigenvector lies on (x1, x2). Left: raw AGOP; right: centred AGOP.", "name": "fig-kernels-and-agop-plain-agop-spectrum"}}
-A_raw = plain.agop(centre=False).cpu()
-A_cen = plain.agop(centre=True).cpu()
+A_raw = plain.agop(center=False).cpu()
+A_cen = plain.agop(center=True).cpu()
 g_bar = plain.gradients(Xtr)[:, 0, :].mean(0).cpu()
 v_top = rfm.top_eigenvectors(A_raw, 1)[:, 0]
 cos_mean_grad = abs(float(v_top @ g_bar / g_bar.norm()))
@@ -413,13 +413,13 @@ plt.show()
 # The conventions vary between the authors' codes, so we state ours, all arguments of `rfm.RFMRegressor`:
 # AGOP power $p = 1$ (`agop_power=1`, the Science paper's RFM), normalisation by the largest entry
 # (`normalize="max"`, the authors' torch package; the tutorial's numpy code does not normalise), and **centred**
-# gradients (`centre=True`, which the tutorial recommends, and the fix for the mean-gradient artefact above). The
+# gradients (`center=True`, which the tutorial recommends, and the fix for the mean-gradient artefact above). The
 # AGOP is evaluated at all training points. The bandwidth is $L = 10$ and the ridge $10^{-4}$, as discussed above.
 # A callback records the test $R^2$ of every $f_t$; `history_` keeps every $M_t$. No iterate is selected on test
 # data: the model is the last iterate $f_T$, and the claims below are about it.
 
 # %%
-CONVENTIONS = dict(agop_power=1.0, normalize="max", centre=True)
+CONVENTIONS = dict(agop_power=1.0, normalize="max", center=True)
 
 
 def run_rfm(target, conventions=CONVENTIONS, **kw):
@@ -550,7 +550,7 @@ plt.show()
 
 # %% mystnb={"figure": {"caption": "Test R^2 of every RFM iterate on y = x1 x2 under three conventions: p = 1 centred (the chapter's), p = 1 uncentred, p = 1/2 centred; the dashed line is plain Laplace KRR.", "name": "fig-kernels-and-agop-conventions"}}
 variants = {"p = 1, centred (above)": (model, r2_rfm)}
-for label, changed in [("p = 1, uncentred", dict(centre=False)), ("p = 1/2, centred", dict(agop_power=0.5))]:
+for label, changed in [("p = 1, uncentred", dict(center=False)), ("p = 1/2, centred", dict(agop_power=0.5))]:
     variants[label] = run_rfm("x1x2", {**CONVENTIONS, **changed})[:2]
 print(f"{'convention':24s} {'test R^2 per iteration':42s} | last M: 2x2 block eigenvalue ratio, tail trace")
 conv = {}

@@ -158,7 +158,7 @@ X_all, y_all, X_test, y_test = X_all.to(dev), y_all.to(dev), X_test.to(dev), y_t
 def fit_rfm(X, y, track=True):
     r2 = []
     model = rfm.RFMRegressor(kernel="laplace", bandwidth=P.bandwidth, reg=P.reg, iters=P.iters, agop_power=1.0,
-                             centre=True, normalize="max", max_agop_points=P.agop_points, device=dev, dtype=P.dtype,
+                             center=True, normalize="max", max_agop_points=P.agop_points, device=dev, dtype=P.dtype,
                              random_state=seed,
                              callback=(lambda m, record: r2.append(m.score(X_test, y_test))) if track else None)
     return model.fit(X, y), r2
@@ -326,7 +326,7 @@ def compare_on_images(split, task, iters):
     test_acc = []
     t0 = time.perf_counter()
     model = rfm.RFMClassifier(kernel="laplace", bandwidth=P.bandwidth, reg=P.digits_reg, iters=iters, agop_power=0.5,
-                              centre=True, normalize="max", max_agop_points=P.digits_agop_points, device=dev,
+                              center=True, normalize="max", max_agop_points=P.digits_agop_points, device=dev,
                               random_state=seed, callback=lambda m, record: test_acc.append(m.score(Xte, yte)))
     model.fit(X_fit, y_fit, X_val, y_val)
     rfm_seconds = time.perf_counter() - t0
