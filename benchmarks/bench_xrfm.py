@@ -64,6 +64,7 @@ PHASES = ("kernel build", "solve", "AGOP", "M update", "val predict", "row ids",
 
 def make_data(n, n_val, n_test, d, seed, device):
     import torch
+
     from rfm.data import low_rank_polynomial
 
     X, y = low_rank_polynomial(n + n_val + n_test, d, "x1x2", generator=seed, dtype="float64")

@@ -1,10 +1,17 @@
 """One on-the-fly product K v on the CPU (blocked torch path, Laplace L = 10, d = 100, float32) at n = 20,000 and
 40,000, best of 2 after a warm-up, to extrapolate the cost of RFM at n = 10^5 on this machine (issue 40). Prints JSON;
 the committed run is benchmarks/results/cpu_kv_onthefly_2026-11-27.json."""
-import json, time, torch, platform, os
+import json
+import os
+import platform
+import time
+
+import torch
+
 torch.set_num_threads(2)
 import rfm
 from rfm.core.cg import KernelOperator
+
 k = rfm.LaplaceKernel(10.0)
 res = []
 for N in (20000, 40000):

@@ -2,6 +2,7 @@
 the error of a TF32 K v (issue 40; cited in rfm/core/fused.py). Inputs rounded to 10 mantissa bits (round to nearest),
 products accumulated in float64; Laplace L = 10, n = 6,000, d = 100."""
 import torch
+
 torch.manual_seed(0)
 def tf32(x):  # round-to-nearest to 10 mantissa bits
     i = x.float().view(torch.int32)

@@ -24,21 +24,28 @@ Pre-0.2 module paths (``rfm.conv``, ``rfm.tabular``, ...) still import, with a D
 
 Everything a user of the core needs is importable from ``rfm`` itself.
 """
+from . import core, data, metrics, models, nets, selection, theory, utils
 from ._checks import DegenerateAGOPError
+from ._compat import install_moved_module_aliases
 from .core.agop import AGOPAccumulator, agop, jacobians
-from .core.feature_matrix import FeatureMatrix, as_feature_matrix, feature_matrix_from_agop, feature_update
-from .core.kernels import (GaussianKernel, Kernel, LaplaceKernel, PolynomialKernel, QuadraticKernel, get_kernel,
-                           kernel_matrix)
-from .core.ntk import NTKKernel
-from .core.machine import KernelMachine, kernel_agop, kernel_gradients
 from .core.auto import AutoSolver
 from .core.cg import CGSolver
+from .core.feature_matrix import FeatureMatrix, as_feature_matrix, feature_matrix_from_agop, feature_update
+from .core.kernels import (
+    GaussianKernel,
+    Kernel,
+    LaplaceKernel,
+    PolynomialKernel,
+    QuadraticKernel,
+    get_kernel,
+    kernel_matrix,
+)
+from .core.machine import KernelMachine, kernel_agop, kernel_gradients
+from .core.ntk import NTKKernel
 from .core.solvers import DirectSolver, get_solver, solve_krr
-from .models.estimators import RFMClassifier, RFMRegressor
 from .metrics import accuracy, matrix_correlation, mse, r2_score, subspace_overlap, top_eigenspace_overlap
+from .models.estimators import RFMClassifier, RFMRegressor
 from .utils import get_device, make_generator, psd_power, seed_everything, to_numpy, top_eigenvectors
-from . import core, data, metrics, models, nets, selection, theory, utils  # noqa: E402
-from ._compat import install_moved_module_aliases
 
 install_moved_module_aliases()
 

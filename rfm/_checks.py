@@ -10,6 +10,7 @@ import numbers
 import numpy as np
 import torch
 
+
 class DegenerateAGOPError(ValueError):
     """The AGOP is zero, so no feature matrix can be formed from it (a constant predictor, a single point, ...)."""
 

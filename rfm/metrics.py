@@ -19,8 +19,7 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
-from ._checks import _to_tensor, check_choice, check_number
-from ._checks import check_square
+from ._checks import _to_tensor, check_choice, check_number, check_square
 from .utils import top_eigenvectors
 
 
@@ -51,7 +50,7 @@ def _paired(y, y_pred, what: str):
     _check_finite(y, "y")
     _check_finite(y_pred, "y_pred", _PRED_HINT)
     if y.shape != y_pred.shape:
-        col = lambda t: t.reshape(-1, 1) if t.ndim <= 1 else t  # noqa: E731
+        col = lambda t: t.reshape(-1, 1) if t.ndim <= 1 else t
         if col(y).shape != col(y_pred).shape:
             hint = ""
             if what == "labels" and y_pred.ndim == 2 and y_pred.shape[0] == y.reshape(-1).shape[0]:

@@ -10,7 +10,6 @@ import torch
 from ._checks import _to_tensor, check_number, check_square
 
 
-
 def get_device(device=None) -> torch.device:
     """``None`` means CUDA when it is present, else CPU; a string or ``torch.device`` is used as given."""
     if device is None:

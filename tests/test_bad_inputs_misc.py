@@ -2,7 +2,6 @@
 
 Each case asserts the error type and the words of the message that name the problem, so that a new user learns
 what is wrong and how to fix it, instead of getting a NaN, a silently wrong number or an error deep inside torch."""
-import math
 
 import numpy as np
 import pytest

@@ -35,8 +35,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .records import (check_name, device_name, git_commit, json_key, jsonable, load_calibration, load_results,
-                      missing_committed, summary)
+from .records import (
+    check_name,
+    device_name,
+    git_commit,
+    json_key,
+    jsonable,
+    load_calibration,
+    load_results,
+    missing_committed,
+    summary,
+)
 
 KINDS = ("claim", "sanity")
 # settings that do not change what a chapter measures: excluded when a run is compared with the calibration

@@ -30,8 +30,8 @@ from .._checks import check_number
 from ..utils import make_generator
 from .blocks import iter_blocks
 from .coincident import subset_pairs
-from .kernels import Kernel, kernel_blocks, kernel_matrix, pairwise_
 from .direct import SolveResult, solve_krr
+from .kernels import Kernel, kernel_blocks, kernel_matrix, pairwise_
 
 
 def available_memory(device) -> int:

@@ -47,8 +47,8 @@ from .._checks import check_number
 from ..utils import make_generator
 from .agop import sample_points
 from .cg import KernelOperator
-from .kernels import Kernel, kernel_matrix
 from .direct import SolveResult, solve_krr
+from .kernels import Kernel, kernel_matrix
 
 
 class NystromEigensystem(NamedTuple):

@@ -44,13 +44,13 @@ class FeatureMatrix:
 
     # -- constructors ------------------------------------------------------------------------------------------
     @classmethod
-    def identity(cls, d: int) -> "FeatureMatrix":
+    def identity(cls, d: int) -> FeatureMatrix:
         """M = I_d."""
         check_number("d", d, low=1, integer=True)
         return cls("identity", None, d)
 
     @classmethod
-    def full(cls, M) -> "FeatureMatrix":
+    def full(cls, M) -> FeatureMatrix:
         """A full symmetric PSD matrix (d, d). A matrix that is not symmetric, or has a negative eigenvalue beyond
         round-off (1e-5 of the largest), is an error: clamp it first with :func:`rfm.psd_power` (power 1)."""
         M = check_matrix(M, "M")
@@ -69,7 +69,7 @@ class FeatureMatrix:
         return cls("full", M, M.shape[0], sqrt=evecs * evals.clamp_min(0).sqrt())
 
     @classmethod
-    def diag(cls, m) -> "FeatureMatrix":
+    def diag(cls, m) -> FeatureMatrix:
         """A diagonal M given by its diagonal, a 1-D vector of non-negative numbers."""
         m = torch.as_tensor(m)
         if m.ndim != 1:
@@ -81,13 +81,13 @@ class FeatureMatrix:
         return cls("diag", m, m.shape[0])
 
     @classmethod
-    def factor(cls, F) -> "FeatureMatrix":
+    def factor(cls, F) -> FeatureMatrix:
         """M = F F^T for a (d, r) factor F."""
         F = check_matrix(F, "F")
         return cls("factor", F, F.shape[0])
 
     # -- conversions -------------------------------------------------------------------------------------------
-    def to(self, device=None, dtype=None) -> "FeatureMatrix":
+    def to(self, device=None, dtype=None) -> FeatureMatrix:
         """The same M with its data on ``device`` / in ``dtype`` (the float64 square-root factor is shared)."""
         data = None if self.data is None else self.data.to(device=device, dtype=dtype)
         return FeatureMatrix(self.kind, data, self.dim, sqrt=self._sqrt)

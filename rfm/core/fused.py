@@ -58,7 +58,7 @@ def triton_importable() -> bool:
         True when ``import triton`` and ``import triton.language`` succeed.
     """
     try:
-        import triton  # noqa: F401
+        import triton
         import triton.language  # noqa: F401
     except Exception:  # ImportError, or a broken install
         return False
@@ -101,7 +101,7 @@ def _fn_and_scales(kernel: Kernel, what: str):
     raise ValueError(f"the fused path does not compute {kernel!r} (Laplace with exponent 1 or 2, or Gaussian)")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _kernel(interpret: bool):
     """The Triton kernel, built on first use (so that TRITON_INTERPRET is read when it is called, not imported)."""
     import triton

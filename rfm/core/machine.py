@@ -67,7 +67,7 @@ class KernelMachine:
         self.centers_t = self.fm.transform(self.centers)
 
     @classmethod
-    def from_iterate(cls, kernel, centers, centers_t, alpha, fm, mem_bytes=None) -> "KernelMachine":
+    def from_iterate(cls, kernel, centers, centers_t, alpha, fm, mem_bytes=None) -> KernelMachine:
         """A machine from an RFM iteration's own tensors (already checked, transformed once), without copies or
         validation passes (the RFM loop builds one per solve).
 

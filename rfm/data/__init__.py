@@ -12,10 +12,24 @@
 * :mod:`rfm.data.parity` -- sparse parities on the hypercube, and a support-recovery test of diag(M)
 * :mod:`rfm.data.images` -- planted-signal image constructions (patches, halves, markers, rotations) and masks
 """
-from .datasets import (TARGETS, Split, chain_monomial, load_celeba, load_cifar10, load_cifar10_c, load_digits_8x8, load_mnist_5k,
-                       load_svhn, low_rank_completion, low_rank_polynomial, mnist_5k_path, product_target,
-                       sparse_regression, split_data)
-from . import icl, images, modular, parity  # noqa: E402
+from . import icl, images, modular, parity
+from .datasets import (
+                       TARGETS,
+                       Split,
+                       chain_monomial,
+                       load_celeba,
+                       load_cifar10,
+                       load_cifar10_c,
+                       load_digits_8x8,
+                       load_mnist_5k,
+                       load_svhn,
+                       low_rank_completion,
+                       low_rank_polynomial,
+                       mnist_5k_path,
+                       product_target,
+                       sparse_regression,
+                       split_data,
+)
 
 __all__ = ["TARGETS", "Split", "chain_monomial", "icl", "images", "load_celeba", "load_cifar10", "load_cifar10_c", "load_digits_8x8",
            "load_mnist_5k", "load_svhn", "low_rank_completion", "low_rank_polynomial", "mnist_5k_path", "modular", "parity",

@@ -252,7 +252,7 @@ def split_data(X, y, *, n_train=None, n_test=None, classes=None, generator=0, ma
                                                                  integer=True))
     order = torch.randperm(n, generator=make_generator(generator)).numpy()
     tr, te = order[:n_train], order[n_train:n_train + n_test]
-    feats = lambda idx: to_features(X[idx], max_value, scale, unit_norm, dtype)  # noqa: E731
+    feats = lambda idx: to_features(X[idx], max_value, scale, unit_norm, dtype)
     return Split(feats(tr), torch.as_tensor(y[tr]), feats(te), torch.as_tensor(y[te]))
 
 

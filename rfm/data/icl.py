@@ -80,13 +80,13 @@ class Prompts:
     def d(self) -> int:
         return self.X.shape[2]
 
-    def to(self, dtype=None, device=None) -> "Prompts":
+    def to(self, dtype=None, device=None) -> Prompts:
         """A copy with the tensors in ``dtype`` (float32/float64) and on ``device``."""
         dtype = resolve_dtype(dtype) if dtype is not None else self.X.dtype
-        conv = lambda t: t.to(dtype=dtype, device=device)  # noqa: E731
+        conv = lambda t: t.to(dtype=dtype, device=device)
         return Prompts(conv(self.X), conv(self.y), conv(self.x_query), conv(self.y_query), self.task_index)
 
-    def __getitem__(self, idx) -> "Prompts":
+    def __getitem__(self, idx) -> Prompts:
         """The prompts ``idx`` (an int, slice or index tensor), as a batch."""
         if isinstance(idx, numbers.Integral):
             idx = slice(int(idx), int(idx) + 1) if idx != -1 else slice(-1, None)
@@ -158,7 +158,7 @@ class _Tasks:
         yall = self._labels(params, Xall)
         if self.noise > 0:
             yall = yall + self.noise * torch.randn(B, n + 1, generator=g, dtype=torch.float64)
-        c = lambda t: t.to(self.dtype)  # noqa: E731
+        c = lambda t: t.to(self.dtype)
         return Prompts(c(Xall[:, :n]), c(yall[:, :n]), c(Xall[:, n]), c(yall[:, n]), index)
 
 

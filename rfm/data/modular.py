@@ -510,7 +510,7 @@ def template_addition(p: int, magnitudes, *, generator=0, dtype="float64") -> di
     x = x * math.sqrt(p) / x.norm()
     pairs = all_pairs(p, "add")
     j = torch.arange(p)
-    shift = lambda a: x[(j[None, :] - a[:, None]) % p]  # noqa: E731
+    shift = lambda a: x[(j[None, :] - a[:, None]) % p]
     X = torch.cat([shift(pairs[:, 0]), shift(pairs[:, 1])], 1).to(dtype)
     Y = shift((pairs[:, 0] + pairs[:, 1]) % p).to(dtype)
     mags = torch.fft.fft(x, norm="ortho").abs()[1:half + 1]

@@ -7,7 +7,7 @@
 * :mod:`~rfm.models.transfer`   -- transfer learning with kernels: projection and translation of a fitted source
   model
 """
+from . import conv, estimators, linear, loop, transfer
 from .estimators import RFMClassifier, RFMRegressor
-from . import conv, estimators, linear, loop, transfer  # noqa: E402
 
 __all__ = ["RFMClassifier", "RFMRegressor", "conv", "estimators", "linear", "loop", "transfer"]

@@ -39,8 +39,16 @@ from ..core.patches import PADDING_MODES, as_images, as_pair, image_shape, paddi
 from ..core.solvers import solve_krr
 from ..metrics import r2_score
 from ..nets.classifier import decode_label_codes, label_codes
-from ..nets.conv import (ConvNet, cnfa_table, conv_from_feature_matrix, conv_layers, conv_patches, filter_nfm,
-                         patch_agop, patch_gradients)
+from ..nets.conv import (
+    ConvNet,
+    cnfa_table,
+    conv_from_feature_matrix,
+    conv_layers,
+    conv_patches,
+    filter_nfm,
+    patch_agop,
+    patch_gradients,
+)
 from ..utils import get_device, to_numpy
 from .estimators import class_indices, class_labels, regression_targets, torch_generator
 from .loop import rfm_loop

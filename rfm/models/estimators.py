@@ -33,11 +33,18 @@ import torch
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import (check_array, check_consistent_length, check_is_fitted, column_or_1d,
-                                      validate_data)
+from sklearn.utils.validation import check_array, check_consistent_length, check_is_fitted, column_or_1d, validate_data
 
-from .._checks import DegenerateAGOPError, check_choice, check_matrix, check_number, check_targets, resolve_dtype
-from .._checks import check_label_types, check_numeric_input
+from .._checks import (
+    DegenerateAGOPError,
+    check_choice,
+    check_label_types,
+    check_matrix,
+    check_number,
+    check_numeric_input,
+    check_targets,
+    resolve_dtype,
+)
 from ..core.coincident import find_pairs
 from ..core.fact import UPDATES, fact_update_target, kernel_fact
 from ..core.feature_matrix import NORMALIZATIONS, FeatureMatrix, as_feature_matrix, feature_matrix_from_agop

@@ -434,7 +434,7 @@ def lin_rfm_completion(Y, mask, *, iters: int = 300, alpha: float = 0.5, reg: fl
     if reg_schedule not in ("geometric", "plateau"):
         raise ValueError(f"reg_schedule must be 'geometric' or 'plateau', got {reg_schedule!r}")
     if reg_schedule == "geometric":
-        ridge = lambda it, err: _schedule(reg, reg_decay, reg_min, it)  # noqa: E731
+        ridge = lambda it, err: _schedule(reg, reg_decay, reg_min, it)
     else:
         if not holdout > 0:
             raise ValueError("reg_schedule='plateau' lowers the ridge when the held-out error stalls: pass a "

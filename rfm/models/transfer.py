@@ -324,7 +324,7 @@ def transfer_curves(source, X_pool, y_pool, X_test, y_test, n_targets, *, draws:
     ns = [int(check_number("n_targets entry", n, low=0, high=len(X_pool), integer=True)) for n in n_targets]
     check_number("draws", draws, low=1, integer=True)
     g = make_generator(generator)
-    acc = lambda out: float((out.argmax(1).cpu() == y_test).double().mean())  # noqa: E731
+    acc = lambda out: float((out.argmax(1).cpu() == y_test).double().mean())
     res = {m: np.full((len(ns), draws), np.nan) for m in METHODS}
     direct = acc(source_outputs(source, X_test))
     base_kernel = get_kernel(kernel) if bandwidth is None else get_kernel(kernel, bandwidth=float(bandwidth))

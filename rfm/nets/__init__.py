@@ -31,23 +31,44 @@
 * :mod:`rfm.nets.fact` -- the Features at Convergence Theorem per layer (W^T W against the FACT matrix), and
   L-BFGS polishing of a weight-decayed loss to a critical point
 """
+from . import (
+                  alignment,
+                  barlow_twins,
+                  baselines,
+                  callbacks,
+                  catapults,
+                  classifier,
+                  conv,
+                  curves,
+                  dynamics,
+                  fact,
+                  linear,
+                  optim,
+                  parametrisation,
+                  qwem,
+                  saddle,
+                  stepwise,
+                  tangent_kernel,
+                  training,
+                  two_layer,
+)
+from .baselines import column_norm_matched_weights, matched_network, matched_nfa, spectrum_matched_weights
+from .mlp import (
+                  ACTIVATIONS,
+                  INITS,
+                  LOSSES,
+                  MLP,
+                  OPTIMIZERS,
+                  format_nfa_table,
+                  layer_agop,
+                  nfa_table,
+                  nfm,
+                  quadratic_net,
+                  train,
+)
 from .training import fit, num_threads
-from .mlp import (ACTIVATIONS, INITS, LOSSES, MLP, OPTIMIZERS, format_nfa_table, layer_agop, nfa_table, nfm,
-                  quadratic_net, train)
-from . import alignment, optim  # noqa: E402
-from . import baselines  # noqa: E402
-from . import classifier  # noqa: E402
-from . import dynamics  # noqa: E402
-from . import stepwise  # noqa: E402
-from . import parametrisation  # noqa: E402
-from . import fact  # noqa: E402
-from . import (barlow_twins, callbacks, catapults, curves, linear, qwem, saddle, tangent_kernel,  # noqa: E402
-               training, two_layer)
-from . import conv  # noqa: E402
-from .baselines import (column_norm_matched_weights, matched_network, matched_nfa,  # noqa: E402
-                        spectrum_matched_weights)
 
 __all__ = ["ACTIVATIONS", "INITS", "LOSSES", "MLP", "OPTIMIZERS", "alignment", "barlow_twins", "baselines", "callbacks", "catapults", "classifier", "curves", "dynamics", "fact",
-           "column_norm_matched_weights", "fit", "format_nfa_table", "layer_agop", "linear", "matched_network", "matched_nfa",
+           "column_norm_matched_weights", "conv", "fit", "format_nfa_table", "layer_agop", "linear", "matched_network", "matched_nfa",
            "nfa_table", "nfm", "num_threads", "optim", "parametrisation", "quadratic_net", "qwem", "saddle", "spectrum_matched_weights", "stepwise",
            "tangent_kernel", "train", "training", "two_layer"]

@@ -38,9 +38,9 @@ import torch
 
 from .._checks import _to_tensor, check_choice, check_matrix, check_number, check_square, resolve_dtype
 from ..core.agop import agop, jacobians
+from ..data.datasets import chain_monomial
 from ..metrics import matrix_correlation
 from ..utils import make_generator
-from ..data.datasets import chain_monomial
 from . import optim
 from .mlp import MLP, nfm
 

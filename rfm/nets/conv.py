@@ -422,7 +422,7 @@ class ConvNet(nn.Module):
             x = torch.relu(conv(x))
         return self.readout(x.mean((2, 3)))
 
-    def initial(self) -> "ConvNet":
+    def initial(self) -> ConvNet:
         """A copy of the network with its initial weights restored.
 
         Returns

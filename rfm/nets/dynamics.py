@@ -33,11 +33,17 @@ from torch.func import functional_call, jvp
 
 # the empirical NTK, the two-layer fast path and the spike counter have their own modules; their names stay
 # importable from here
-from .curves import count_spikes  # noqa: F401
-from .tangent_kernel import (check_module, empirical_ntk, lr_for_sharpness, parameter_jacobian,  # noqa: F401
-                             residual_in_top_eigenspace, sharpness, top_ntk_eigen)
-from .two_layer import (KINDS, two_layer_gd, two_layer_gradients, two_layer_init, two_layer_ntk,  # noqa: F401
-                        two_layer_outputs)
+from .curves import count_spikes
+from .tangent_kernel import (
+    check_module,
+    empirical_ntk,
+    lr_for_sharpness,
+    parameter_jacobian,
+    residual_in_top_eigenspace,
+    sharpness,
+    top_ntk_eigen,
+)
+from .two_layer import KINDS, two_layer_gd, two_layer_gradients, two_layer_init, two_layer_ntk, two_layer_outputs
 
 __all__ = ["KINDS", "LinearizedModel", "QuadraticModel", "count_spikes", "empirical_ntk", "lr_for_sharpness",
            "parameter_jacobian", "residual_in_top_eigenspace", "sharpness", "top_ntk_eigen", "two_layer_gd",

@@ -36,6 +36,7 @@ import torch
 from torch import nn
 
 from .._checks import check_choice, check_number, resolve_dtype
+
 # the prompts, task pools and their representations are data (rfm.data.icl); their names stay importable from here
 from ..data.icl import LinearTasks, Prompts, ReLUTeacherTasks, check_prompts, ridge_predict, tokens, vectorise
 from ..utils import check_generator, make_generator

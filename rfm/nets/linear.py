@@ -18,8 +18,16 @@ import time
 
 import torch
 
-from .._checks import (as_input_kind, check_eval_target, check_iterations, check_number, check_observed,
-                       check_regression_data, check_vector, is_numpy)
+from .._checks import (
+    as_input_kind,
+    check_eval_target,
+    check_iterations,
+    check_number,
+    check_observed,
+    check_regression_data,
+    check_vector,
+    is_numpy,
+)
 from ..utils import make_generator
 from .mlp import MLP
 from .training import fit, num_threads

@@ -26,8 +26,15 @@ import torch
 from torch import nn
 from tqdm import tqdm
 
-from .._checks import (check_bool, check_choice, check_choice_str, check_matrix, check_number, check_targets,
-                       resolve_dtype)
+from .._checks import (
+    check_bool,
+    check_choice,
+    check_choice_str,
+    check_matrix,
+    check_number,
+    check_targets,
+    resolve_dtype,
+)
 from ..core.agop import agop
 from ..core.feature_matrix import feature_update
 from ..data.modular import ModularData, check_prime
@@ -139,7 +146,7 @@ def _check_str_list(name, values):
     return values
 
 
-def check_mlp(model, name="model") -> "MLP":
+def check_mlp(model, name="model") -> MLP:
     """Raise unless ``model`` is an :class:`MLP`.
 
     Parameters
@@ -265,7 +272,7 @@ class MLP(nn.Module):
             h = self.act(self.layers[l](h))
         return h
 
-    def initial(self) -> "MLP":
+    def initial(self) -> MLP:
         """A copy of the network with its initial weights (and biases) restored."""
         net = copy.deepcopy(self)
         with torch.no_grad():

@@ -22,8 +22,8 @@ import math
 
 import torch
 
-from . import mlp as nets
 from .._checks import check_number
+from . import mlp as nets
 
 
 class SLO(torch.optim.Optimizer):

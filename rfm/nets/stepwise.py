@@ -20,10 +20,24 @@ from __future__ import annotations
 
 from ..data.modular import fourier_residuals, template_addition
 from .barlow_twins import barlow_twins_onsets, cross_view_matrix, linear_barlow_twins, two_view_data
-from .curves import (count_drops, logistic_mode, logistic_onset, loss_drops, mode_onsets, plateau_fraction,
-                     plateau_levels)
-from .qwem import (analogy_accuracy, factorization_gd, factorization_onsets, planted_analogies, planted_cooccurrence,
-                   positive_part, qwem_target)
+from .curves import (
+                     count_drops,
+                     logistic_mode,
+                     logistic_onset,
+                     loss_drops,
+                     mode_onsets,
+                     plateau_fraction,
+                     plateau_levels,
+)
+from .qwem import (
+                     analogy_accuracy,
+                     factorization_gd,
+                     factorization_onsets,
+                     planted_analogies,
+                     planted_cooccurrence,
+                     positive_part,
+                     qwem_target,
+)
 from .saddle import escape_direction, escape_objective, layer_singular_values, random_sphere_direction
 
 __all__ = ["analogy_accuracy", "barlow_twins_onsets", "count_drops", "cross_view_matrix", "escape_direction",

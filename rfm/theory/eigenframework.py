@@ -110,7 +110,7 @@ def effective_regularization(eigvals, n: float, ridge: float = 0.0) -> float:
     if ridge == 0 and n == pos:
         raise ValueError(f"with ridge = 0 and n equal to the number of positive eigenvalues ({pos}) the risk "
                          f"diverges (the interpolation threshold): use a positive ridge or another n")
-    f = lambda kap: (lam / (lam + kap)).sum() + ridge / kap - n                        # noqa: E731 (decreasing)
+    f = lambda kap: (lam / (lam + kap)).sum() + ridge / kap - n
     hi = max(lam.sum() / n, ridge / n, lam.max()) * 1e3 + 1e-300
     lo = max(lam[lam > 0].min(), 1e-300) * 1e-30
     return _bisect_log(f, lo, hi)
@@ -173,13 +173,13 @@ def rf_risk(eigvals, coeffs, n: float, k: float, ridge: float = 0.0, noise: floa
     if math.isinf(k):
         r = krr_risk(lam, v, n, ridge, noise)
         return RFRisk(r.test, r.kappa, r.kappa, r.e0)
-    z_of = lambda g: (lam / (lam + g)).sum()                                          # noqa: E731 (decreasing)
+    z_of = lambda g: (lam / (lam + g)).sum()
     pos = int((lam > 0).sum())
     top = lam.max() * 1e3 * (1 + n + k) + ridge
     # gamma_k: z(gamma_k) = k (zero when k >= the number of modes): kappa = gamma (k - z) / k > 0 needs gamma > gamma_k
     g_k = _bisect_log(lambda g: z_of(g) - k, lam[lam > 0].min() * 1e-30, top) if k < pos else 0.0
     if ridge > 0:
-        f = lambda g: z_of(g) + ridge * k / (g * (k - z_of(g))) - n                   # noqa: E731 (decreasing)
+        f = lambda g: z_of(g) + ridge * k / (g * (k - z_of(g))) - n
         lo = g_k * (1 + 1e-12) if g_k > 0 else lam[lam > 0].min() * 1e-30
         gamma = _bisect_log(f, lo, top)
     elif n < min(k, pos):

@@ -40,8 +40,9 @@ The ReLU NTK reuses :func:`rfm.core.ntk.relu_ntk` (unit norms, no biases: the sa
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 import torch

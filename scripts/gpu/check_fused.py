@@ -49,8 +49,8 @@ for kname, kernel in KERNELS[:1] if SMOKE else KERNELS:
                 if what == "values":
                     ref = kernel_matrix(kernel, Zc.double(), Xc.double(), transformed=True, pairs=pc) @ Vc.double()
                 else:
-                    from rfm.core.kernels import gradient_weights
                     from rfm.core.coincident import block_pairs
+                    from rfm.core.kernels import gradient_weights
                     W = gradient_weights(kernel, Zc.double(), Xc.double(), pairs=block_pairs(pc, slice(0, 2 * NZ)))
                     ref = W @ Vc.double()
                 for prec in ("tf32x3", "tf32+fp32", "tf32"):

@@ -74,7 +74,7 @@ for N in args.sizes:
         sweep = []
         for cfg in CONFIGS:
             try:
-                med, ts = timed(lambda: fused.kernel_product(k, X, X, v, ids=ids, config=cfg), 3)
+                med, ts = timed(lambda X=X, v=v, cfg=cfg: fused.kernel_product(k, X, X, v, ids=ids, config=cfg), 3)
                 sweep.append({"config": cfg, "s": med})
                 print(f"sweep n={N} {cfg}: {med:.4f} s", flush=True)
             except Exception as e:  # a config the compiler refuses (shared memory, registers)
@@ -91,7 +91,7 @@ for N in args.sizes:
         if prec == "ieee" and N != args.sizes[0]:
             continue
         reps = 3 if N < 1_000_000 else 1
-        fn = lambda: fused.kernel_product(k, X, X, v, ids=ids, config=best, precision=prec)  # noqa: E731
+        fn = lambda X=X, v=v, prec=prec: fused.kernel_product(k, X, X, v, ids=ids, config=best, precision=prec)
         med, ts = timed(fn, reps, warm=N < 1_000_000)
         o = timed.last
         rel = float((o[:1000].double() - ref).norm() / ref.norm())
@@ -101,7 +101,7 @@ for N in args.sizes:
         save()
     if N <= args.blocked_max and time.perf_counter() - T0 < args.budget:
         op = KernelOperator(k, X, store=False, fused=False)
-        med, ts = timed(lambda: op.matmul(v), 1)
+        med, ts = timed(lambda op=op, v=v: op.matmul(v), 1)
         o = op.matmul(v)
         rel = float((o[:1000].double() - ref).norm() / ref.norm())
         res["rows"].append({"n": N, "path": "blocked", "precision": "fp32", "s": med, "times": ts,

@@ -1,10 +1,10 @@
 """The AGOP: autograd route, closed form for kernel predictors, centring, power, normalisation, sampling."""
 import pytest
 import torch
+from _reference import agop_ref, predictor_ref, random_psd
 
 import rfm
 from rfm import FeatureMatrix
-from _reference import agop_ref, predictor_ref, random_psd
 
 
 def _fit_like(n=40, d=5, c=3, seed=0):
@@ -128,8 +128,8 @@ def test_float32_agop_at_training_points_is_accurate_where_threshold_masking_fai
 @pytest.mark.parametrize("centre", [False, True])
 @pytest.mark.parametrize("diag", [False, True])
 def test_folded_agop_equals_the_direct_form(name, params, centre, diag):
-    from rfm.core.machine import transformed_agop as kernel_agop_transformed
     from rfm.core.coincident import coincident_pairs, row_ids
+    from rfm.core.machine import transformed_agop as kernel_agop_transformed
 
     X, alpha, g = _fit_like(n=30, d=6, c=8)
     Z = torch.cat([X[:10], torch.randn(5, 6, generator=g, dtype=torch.float64)])  # centers and new points

@@ -3,12 +3,12 @@ coincident-point and block helpers."""
 import numpy as np
 import pytest
 import torch
+from _reference import agop_ref, jacobian_ref, kernel_ref, predictor_ref, random_psd
 
 import rfm
 from rfm.core.coincident import coincident_pairs, find_pairs, row_ids, subset_pairs
 from rfm.core.kernels import kernel_blocks
 from rfm.core.solvers import DirectSolver, SolveResult
-from _reference import agop_ref, jacobian_ref, kernel_ref, predictor_ref, random_psd
 
 
 def _machine(n=40, d=5, c=3, seed=0, kernel="laplace", M="full", **kw):

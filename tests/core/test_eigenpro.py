@@ -5,8 +5,17 @@ import torch
 
 import rfm
 from rfm.core.cg import KernelOperator
-from rfm.core.eigenpro import (EigenPro2Solver, EigenPro3Solver, NystromEigensystem, eigenpro2, eigenpro3,
-                               eigenpro_setup, nystrom_eigensystem, nystrom_factor, nystrom_krr)
+from rfm.core.eigenpro import (
+    EigenPro2Solver,
+    EigenPro3Solver,
+    NystromEigensystem,
+    eigenpro2,
+    eigenpro3,
+    eigenpro_setup,
+    nystrom_eigensystem,
+    nystrom_factor,
+    nystrom_krr,
+)
 from rfm.core.solvers import get_solver, solve_krr
 
 F64 = torch.float64

@@ -31,10 +31,10 @@ def test_eigenpro3_default_learns_after_feature_updates_where_ten_percent_centre
     y = X[:, 0] * X[:, 1]
     Xt, yt = X[500:], y[500:]
     X, y = X[:500], y[:500]
-    fit = lambda s: rfm.RFMRegressor(iters=2, bandwidth=5.0, reg=1e-3, solver=s).fit(X, y)  # noqa: E731
+    fit = lambda s: rfm.RFMRegressor(iters=2, bandwidth=5.0, reg=1e-3, solver=s).fit(X, y)
     m = fit(EigenPro3Solver(epochs=5))
     few = fit(EigenPro3Solver(centres=0.1, epochs=5))
-    mse = lambda est: float((est.predict(Xt).ravel() - yt).square().mean())  # noqa: E731
+    mse = lambda est: float((est.predict(Xt).ravel() - yt).square().mean())
     assert all("ep_jitter" in h for h in m.history_) and m.history_[-1]["ep_centres"] == 500
     assert mse(m) < 0.5 * mse(few)
     assert mse(m) < 0.5 * float(yt.var())

@@ -7,8 +7,7 @@ import rfm
 from rfm.core.fact import UPDATES, fact_feature_matrix, fact_update_target, kernel_fact
 from rfm.data.parity import parity_support, sparse_parity, support_recovered
 from rfm.nets import MLP
-from rfm.nets.fact import (fact_matrix, fact_residual, fact_table, gradient_norm, layer_loss_gradients,
-                           polish_lbfgs)
+from rfm.nets.fact import fact_matrix, fact_residual, fact_table, gradient_norm, layer_loss_gradients, polish_lbfgs
 
 D64 = torch.float64
 

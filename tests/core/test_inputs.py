@@ -1,6 +1,5 @@
 """Bad input to the core and the estimators fails early with an error that names the problem; degenerate but
 valid input fits, with a warning that says why M was kept."""
-import warnings
 
 import numpy as np
 import pytest

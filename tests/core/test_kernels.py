@@ -1,10 +1,10 @@
 """Kernels, feature-matrix forms and closed-form input gradients, against float64 references and autograd."""
 import pytest
 import torch
+from _reference import jacobian_ref, kernel_ref, predictor_ref, random_psd
 
 import rfm
 from rfm import FeatureMatrix
-from _reference import jacobian_ref, kernel_ref, predictor_ref, random_psd
 
 KERNELS = [
     ("laplace", dict(bandwidth=2.0, exponent=1.0)),

@@ -10,7 +10,6 @@ from rfm import NTKKernel
 from rfm.core.cg import KernelOperator
 from rfm.core.kernels import kernel_blocks
 
-
 # ------------------------------------------------------------------ references
 
 def ntk_scalar_ref(x, z, depth, bias=0.0, bandwidth=1.0):

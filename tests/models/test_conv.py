@@ -8,17 +8,23 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from sklearn.exceptions import NotFittedError
 from torch import nn
 
 import rfm
-from sklearn.exceptions import NotFittedError
-
 import rfm.models.conv
 from rfm.core.patches import patches
-from rfm.models.conv import ConvRFM, ConvRFMClassifier, DeepConvRFM
-from rfm.nets.conv import (ConvNet, conv_from_feature_matrix, conv_layers, conv_patches, filter_nfm, patch_agop,
-                           patch_gradients)
 from rfm.data.images import STAR, bars_task, noisy_frame, star_task
+from rfm.models.conv import ConvRFM, ConvRFMClassifier, DeepConvRFM
+from rfm.nets.conv import (
+    ConvNet,
+    conv_from_feature_matrix,
+    conv_layers,
+    conv_patches,
+    filter_nfm,
+    patch_agop,
+    patch_gradients,
+)
 
 f64 = torch.float64
 
@@ -299,7 +305,7 @@ def _autograd_patch_agop(model, Z, exclude=None):
     alpha = model.alpha_
     bw = model.kernel_.bandwidth
     Uz = model.patches(Z).clone().requires_grad_(True)
-    P = Uz.shape[1]
+    Uz.shape[1]
     total = torch.zeros(Ux.shape[2], Ux.shape[2], dtype=f64)
     for j in range(len(Z)):
         keep = [i for i in range(len(Ux)) if exclude is None or i != exclude[j]]

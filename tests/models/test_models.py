@@ -2,6 +2,7 @@
 import numpy as np
 import pytest
 import torch
+from _reference import agop_ref, predictor_ref
 from sklearn.base import clone
 from sklearn.datasets import load_digits
 from sklearn.model_selection import GridSearchCV
@@ -9,7 +10,6 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 import rfm
-from _reference import agop_ref, predictor_ref
 
 
 @pytest.fixture(scope="module")

@@ -2,9 +2,9 @@
 kernel values from explicit differences, the AGOP by autograd), sharing no code with the package."""
 import pytest
 import torch
+from _reference import agop_ref, kernel_ref, predictor_ref, rfm_ref
 
 import rfm
-from _reference import agop_ref, kernel_ref, predictor_ref, rfm_ref
 
 
 def _task(n=60, d=5, seed=0):

@@ -40,7 +40,7 @@ def test_translation_is_krr_on_the_residuals():
     src = _source()
     X, Y = _data(30, seed=4)
     Z, _ = _data(12, seed=5)
-    fs = lambda A: torch.as_tensor(src.predict(A))  # noqa: E731
+    fs = lambda A: torch.as_tensor(src.predict(A))
     want = fs(Z) + _krr(X, Y - fs(X), Z, 1e-2)
     got = TranslatedKernel(src, reg=1e-2).fit(X, Y).predict(Z)
     torch.testing.assert_close(got, want, rtol=1e-9, atol=1e-9)
@@ -70,7 +70,7 @@ def test_projection_is_krr_on_source_outputs_with_other_labels():
     X, _ = _data(25, seed=9)
     y = torch.arange(25, dtype=torch.float64) % 2          # one output, the source has three
     Z, _ = _data(7, seed=10)
-    F = lambda A: torch.as_tensor(src.predict(A))  # noqa: E731
+    F = lambda A: torch.as_tensor(src.predict(A))
     got = ProjectedKernel(src, reg=1e-3).fit(X, y).predict(Z)
     torch.testing.assert_close(got, _krr(F(X), y[:, None], F(Z), 1e-3)[:, 0], rtol=1e-9, atol=1e-9)  # 1-D y: 1-D out
 

@@ -6,8 +6,8 @@ import pytest
 import torch
 
 import rfm
-from rfm.nets import alignment as al
 from rfm import nets
+from rfm.nets import alignment as al
 
 
 def _data(n=40, d=6, seed=0):
@@ -167,7 +167,7 @@ def _data_side(d=60, seed=0):
 
 def test_free_traces_are_exact_for_a_multiple_of_the_identity():
     A, B = _data_side()
-    tr = lambda M: float(M.diagonal().mean())  # noqa: E731
+    tr = lambda M: float(M.diagonal().mean())
     c = 2.5
     num, den1, den2 = al.free_second_derivative_traces(A, B, [c, c ** 2, c ** 3, c ** 4])
     assert num == pytest.approx(c ** 3 * tr(A @ A @ B), rel=1e-10)
@@ -186,7 +186,7 @@ def test_free_traces_match_averages_over_haar_rotated_r():
     W = torch.randn(d, d, generator=g, dtype=torch.float64) / d ** 0.5
     R = W.T @ (2 * torch.rand(d, 1, generator=g, dtype=torch.float64) * W)
     predicted = al.free_second_derivative_traces(A, B, al.spectral_moments(R))
-    tr = lambda M: float(M.diagonal().mean())  # noqa: E731
+    tr = lambda M: float(M.diagonal().mean())
     values = []
     with nets.num_threads(1):  # small products: one thread is fastest, and fair to a busy machine
         for _ in range(draws):

@@ -2,7 +2,6 @@
 the double- / PTK-centred correlations of Appendix C, against brute force and closed forms."""
 import math
 
-import numpy as np
 import pytest
 import torch
 
@@ -126,7 +125,7 @@ def test_double_and_ptk_centred_correlations():
     Wb = W - W0
     K = al.ptk_covariance(net, X, 0)
     Kb = al.centred_ptk_covariance(net, X, 0)
-    cos = lambda A, B: float((A * B).sum() / (A.norm() * B.norm()))  # noqa: E731
+    cos = lambda A, B: float((A * B).sum() / (A.norm() * B.norm()))
     assert row["dc_nfc"] == pytest.approx(cos(Wb.T @ Wb, Wb.T @ Kb @ Wb))
     assert row["ptk_c_nfc"] == pytest.approx(cos(W0.T @ W0, W0.T @ Kb @ W0))
     ratio = torch.trace(Wb.T @ Wb @ Wb.T @ Kb @ Wb) / torch.trace(Wb.T @ Wb @ Wb.T @ K @ Wb)

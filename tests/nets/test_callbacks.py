@@ -9,7 +9,6 @@ from rfm import nets
 from rfm.data import modular as mod
 from rfm.nets.callbacks import GrokkingProgress, NetworkProgress
 
-
 # -- network -------------------------------------------------------------------------------------------------------
 
 def test_quadratic_net_forward_nfm_and_initialisation():
@@ -95,7 +94,7 @@ def test_grokking_progress_records_each_iteration():
     assert np.isnan(dev[0]) and 0 < dev[1] < 1                             # M_0 = I has a zero block
     align = progress.alignment()                                           # the paper's: whole matrices
     assert 0 < align[0] < 1 and align[-1] == pytest.approx(1.0)
-    M0, MT = progress.records[0]["M"], progress.records[-1]["M"]
+    _M0, MT = progress.records[0]["M"], progress.records[-1]["M"]
     assert align[0] == pytest.approx(float(torch.trace(MT) / ((2 * data.p) ** 0.5 * MT.norm())), rel=1e-10)
     block = progress.alignment(part="off_diagonal")
     assert np.isnan(block[0]) and block[-1] == pytest.approx(1.0)

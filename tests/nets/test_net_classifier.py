@@ -39,7 +39,7 @@ def test_label_codes_reject_bad_labels(bad, err):
 def test_rfm_classifier_uses_the_same_codes():
     # the kernel classifier encodes its (sorted) classes with label_codes: the targets it regresses are these
     rng = np.random.default_rng(0)
-    X = rng.standard_normal((60, 3))
+    rng.standard_normal((60, 3))
     for labels, n_classes in ((np.array(["b", "a"])[rng.integers(0, 2, 60)], 2), (rng.integers(0, 3, 60), 3)):
         clf = rfm.RFMClassifier(iters=0, bandwidth=3.0)
         Y = clf._encode_fit_targets(labels, 60, torch.float64, torch.device("cpu"))[0]

@@ -124,7 +124,7 @@ def test_cross_entropy_training_classifies_and_reports_the_metric():
     X = _data(n=80).float()
     labels = (X[:, 0] > 0).long() + (X[:, 1] > 0).long()
     net = nets.MLP(6, [32], 3, generator=0)
-    acc = lambda out, y: (out.argmax(1) == y).double().mean()  # noqa: E731
+    acc = lambda out, y: (out.argmax(1) == y).double().mean()
     hist = train(net, X, labels, loss="ce", optimizer="adam", lr=1e-2, epochs=200, X_val=X, y_val=labels,
                       metric=acc, eval_every=50)
     assert [h["epoch"] for h in hist] == [50, 100, 150, 200]

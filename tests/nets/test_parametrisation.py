@@ -5,9 +5,8 @@ import numpy as np
 import pytest
 import torch
 
-from rfm.selection import tuning as T
-from rfm.nets import MLP
 from rfm.nets import parametrisation as P
+from rfm.selection import tuning as T
 
 
 def test_spectral_init_norm_matches_gaussian_edge():

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 import torch
 
+from rfm.metrics import subspace_overlap
 from rfm.nets import MLP
 from rfm.nets import stepwise as sw
-from rfm.metrics import subspace_overlap
 from rfm.utils import top_eigenvectors
 
 

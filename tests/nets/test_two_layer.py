@@ -35,7 +35,7 @@ def test_the_closed_form_agop_and_ntk_are_autograds():
     X = torch.randn(9, 4, generator=g, dtype=torch.float64)
     U, v = two_layer.two_layer_init(4, 16, generator=3)
     m, d = U.shape
-    f = lambda x: (torch.relu(x @ U.T / math.sqrt(d)) @ v / math.sqrt(m))[:, None]  # noqa: E731
+    f = lambda x: (torch.relu(x @ U.T / math.sqrt(d)) @ v / math.sqrt(m))[:, None]
     torch.testing.assert_close(two_layer.two_layer_agop(U, v, X), agop(f, X), rtol=1e-10, atol=1e-12)
     Uw, vw = U.clone().requires_grad_(), v.clone().requires_grad_()
     J = []

@@ -3,8 +3,16 @@ import numpy as np
 import pytest
 import torch
 
-from rfm._checks import (check_bool, check_choice_str, check_iterations, check_mask, check_observed,
-                         check_regression_data, check_square, check_vector)
+from rfm._checks import (
+    check_bool,
+    check_choice_str,
+    check_iterations,
+    check_mask,
+    check_observed,
+    check_regression_data,
+    check_square,
+    check_vector,
+)
 from rfm.utils import check_generator
 
 

