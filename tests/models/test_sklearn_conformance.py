@@ -10,8 +10,10 @@ from rfm.models.conv import ConvRFM, ConvRFMClassifier, DeepConvRFM
 from rfm.models.linear import LinRFMRegressor
 from rfm.models.transfer import ProjectedKernel, TranslatedKernel
 
-FLOAT32_REASON = ("float32 matrix products round differently with the number of rows in a batch (1-2 units in the "
-                  "last place, ~2e-7 relative, above the check's rtol=1e-7); the same check passes with "
+FLOAT32_REASON = ("float32 matrix products (the distances, then K @ alpha) round differently with the number of rows "
+                  "in a batch: on the check's own data predictions move by 1.9e-6 (RFMRegressor.predict) and 6.4e-6 "
+                  "(RFMClassifier.decision_function) on outputs of size 1-2, above the check's rtol=1e-7 "
+                  "(tests/models/test_conformance_round2.py bounds it at 256 ulps); the same check passes with "
                   "dtype='float64'")
 CONV_REASON = ("the patch kernel's squared distances come from batched matrix products whose rounding depends on a "
                "row's place in the batch, and the near-interpolating fit (reg 1e-3) has coefficients large enough that "
