@@ -115,7 +115,21 @@ def check_bool(name: str, value) -> bool:
     return bool(value)
 
 
-def _to_tensor(x, name: str) -> torch.Tensor:
+def to_tensor(x, name: str) -> torch.Tensor:
+    """``x`` as a torch tensor (arrays, lists and tensors; sparse matrices and None refused with a clear error).
+
+    Parameters
+    ----------
+    x : array-like or torch.Tensor
+        The input.
+    name : str
+        Its name, for the error messages.
+
+    Returns
+    -------
+    torch.Tensor
+        ``x`` as a tensor (a tensor is returned as it is).
+    """
     if x is None:
         raise ValueError(f"{name} is None; pass an array")
     if hasattr(x, "toarray") or type(x).__module__.startswith("scipy.sparse"):
@@ -148,7 +162,7 @@ def check_matrix(X, name: str = "X", *, dtype=None, device=None, min_rows: int =
     """Return ``X`` as a finite 2-D floating tensor on ``device``.
 
     A tensor that requires grad keeps its graph (the conversion is differentiable)."""
-    t = _to_tensor(X, name)
+    t = to_tensor(X, name)
     if t.dtype == torch.bool:
         raise TypeError(f"{name} must be numeric, got dtype torch.bool")
     if t.ndim != 2:
@@ -162,7 +176,7 @@ def check_matrix(X, name: str = "X", *, dtype=None, device=None, min_rows: int =
     t = t.to(device=device if device is not None else t.device, dtype=target_dtype)
     if not bool(torch.isfinite(t).all()):
         bad = int((~torch.isfinite(t)).sum())
-        overflow = bool(torch.isfinite(_to_tensor(X, name).double()).all())
+        overflow = bool(torch.isfinite(to_tensor(X, name).double()).all())
         hint = (f" after conversion to {t.dtype}: its values exceed that type's range (scale the data, or use "
                 "float64)") if overflow else ""
         raise ValueError(f"{name} contains {bad} NaN or infinite value(s){hint}")
@@ -171,7 +185,7 @@ def check_matrix(X, name: str = "X", *, dtype=None, device=None, min_rows: int =
 
 def check_targets(y, n: int, name: str = "y", *, dtype=None, device=None) -> torch.Tensor:
     """Return regression targets as a finite (n, c) tensor; 1-D input becomes one column."""
-    t = _to_tensor(y, name)
+    t = to_tensor(y, name)
     if t.ndim == 1:
         t = t[:, None]
     if t.ndim != 2:
@@ -207,7 +221,7 @@ def check_square(A, name: str = "A", *, symmetric: bool = False) -> torch.Tensor
     torch.Tensor
         ``A`` as a floating tensor.
     """
-    A = _to_tensor(A, name)
+    A = to_tensor(A, name)
     if A.ndim != 2 or A.shape[0] != A.shape[1]:
         raise ValueError(f"{name} must be a square matrix (d, d), got shape {tuple(A.shape)}")
     if A.shape[0] == 0:

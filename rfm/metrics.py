@@ -19,12 +19,12 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
-from ._checks import _to_tensor, check_choice, check_number, check_square
+from ._checks import check_choice, check_number, check_square, to_tensor
 from .utils import top_eigenvectors
 
 
 def _as_float_tensor(A, name):
-    A = _to_tensor(A, name)
+    A = to_tensor(A, name)
     if not A.is_floating_point():
         A = A.to(torch.float64)
     return A
@@ -46,7 +46,7 @@ def _paired(y, y_pred, what: str):
     """``y`` and ``y_pred`` as tensors with the same shape; (n,) and (n, 1) count as the same.
 
     Both must be non-empty and finite; ``y`` is moved to the device of ``y_pred``."""
-    y, y_pred = _to_tensor(y, "y"), _to_tensor(y_pred, "y_pred")
+    y, y_pred = to_tensor(y, "y"), to_tensor(y_pred, "y_pred")
     _check_finite(y, "y")
     _check_finite(y_pred, "y_pred", _PRED_HINT)
     if y.shape != y_pred.shape:

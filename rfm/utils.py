@@ -7,7 +7,7 @@ import random
 import numpy as np
 import torch
 
-from ._checks import _to_tensor, check_number, check_square
+from ._checks import check_number, check_square, to_tensor
 
 
 def get_device(device=None) -> torch.device:
@@ -95,7 +95,7 @@ def psd_power(A: torch.Tensor, power: float) -> torch.Tensor:
     projector onto the range); ``power=1`` clamps the negative eigenvalues, giving the nearest PSD matrix. A matrix
     that is not square, not symmetric beyond round-off, or not finite is an error."""
     check_number("power", power, low=0)
-    A = _to_tensor(A, "A")
+    A = to_tensor(A, "A")
     if A.ndim == 1:
         if A.numel() == 0:
             raise ValueError("A is empty; pass a symmetric matrix (d, d) or the diagonal (d,) of a diagonal one")

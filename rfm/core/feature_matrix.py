@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import torch
 
-from .._checks import DegenerateAGOPError, _to_tensor, check_choice, check_matrix, check_number
+from .._checks import DegenerateAGOPError, check_choice, check_matrix, check_number, to_tensor
 from ..utils import psd_eigh, symmetrize
 
 NORMALIZATIONS = (None, "max", "trace", "fro")
@@ -162,7 +162,7 @@ def as_feature_matrix(M, d: int | None = None) -> FeatureMatrix:
     if isinstance(M, FeatureMatrix):
         fm = M
     else:
-        t = _to_tensor(M, "M")
+        t = to_tensor(M, "M")
         fm = FeatureMatrix.diag(t) if t.ndim == 1 else FeatureMatrix.full(t)
     if d is not None and fm.dim != d:
         raise ValueError(f"M acts on {fm.dim} features but X has {d}: M must be ({d}, {d}) or a vector of {d}")

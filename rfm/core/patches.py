@@ -14,7 +14,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from .._checks import _to_tensor, check_choice, check_number
+from .._checks import check_choice, check_number, to_tensor
 
 __all__ = ["PADDING_MODES", "as_images", "as_pair", "image_shape", "padding_amounts", "patches", "unfold"]
 
@@ -62,7 +62,7 @@ def as_images(X, shape=None, *, name: str = "X", dtype=None, device=None) -> tor
     torch.Tensor
         (n, C, H, W).
     """
-    t = _to_tensor(X, name)
+    t = to_tensor(X, name)
     if t.dtype == torch.bool:
         raise TypeError(f"{name} must be numeric, got dtype torch.bool")
     if t.ndim == 2:

@@ -13,13 +13,13 @@ import numpy as np
 import torch
 from sklearn import datasets as sklearn_datasets
 
-from .._checks import _to_tensor, check_number, resolve_dtype
+from .._checks import check_number, resolve_dtype, to_tensor
 from ..utils import make_generator
 
 
 def _target_input(X, min_cols: int, what: str) -> torch.Tensor:
     """``X`` as a 2-D numeric tensor with at least ``min_cols`` columns, its dtype, device and graph kept."""
-    X = _to_tensor(X, "X")
+    X = to_tensor(X, "X")
     if X.ndim != 2:
         raise ValueError(f"X must be a 2-D array (n_samples, d), got shape {tuple(X.shape)}")
     if X.shape[1] < min_cols:

@@ -35,7 +35,7 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
-from .._checks import _to_tensor, check_choice, check_number, resolve_dtype
+from .._checks import check_choice, check_number, resolve_dtype, to_tensor
 from ..utils import make_generator
 from . import datasets as data
 
@@ -80,7 +80,7 @@ def _real(name, value):
 
 def _images(X, name="X") -> torch.Tensor:
     """A 2-D numeric tensor of flattened images (n, pixels), finite; its dtype and device kept."""
-    X = _to_tensor(X, name)
+    X = to_tensor(X, name)
     if X.ndim != 2:
         hint = f" (a single image: {name}.reshape(1, -1))" if X.ndim == 1 else (
             f" (flatten the images: {name}.reshape(len({name}), -1))" if X.ndim > 2 else "")
@@ -93,7 +93,7 @@ def _images(X, name="X") -> torch.Tensor:
 
 def _labels(y, name="y") -> torch.Tensor:
     """Integer class labels as a 1-D long tensor on the CPU; float labels must be whole numbers."""
-    y = _to_tensor(y, name).detach().cpu()
+    y = to_tensor(y, name).detach().cpu()
     if y.ndim == 2 and y.shape[1] == 1:
         y = y[:, 0]
     if y.ndim != 1:
@@ -129,7 +129,7 @@ def square_mask(shape=(28, 28), size: int = 3, position=(1, 1)) -> torch.Tensor:
 
 
 def _check_mask(mask, d, name="mask"):
-    mask = _to_tensor(mask, name)
+    mask = to_tensor(mask, name)
     if mask.dtype != torch.bool or mask.ndim != 1 or mask.numel() != d:
         hint = ""
         if mask.dtype != torch.bool and mask.ndim == 1 and mask.numel() == d:
@@ -143,7 +143,7 @@ def _check_mask(mask, d, name="mask"):
 
 def _rows(rows, n, name="rows") -> torch.Tensor:
     """Row selection as indices: a boolean vector of length n or integer indices in [-n, n)."""
-    sel = _to_tensor(rows, name).detach().cpu().reshape(-1)
+    sel = to_tensor(rows, name).detach().cpu().reshape(-1)
     if sel.dtype == torch.bool:
         if sel.numel() != n:
             raise ValueError(f"{name} is a boolean vector of length {sel.numel()}, but X has {n} rows")
@@ -255,7 +255,7 @@ def top_k_mask(diag, k: int) -> torch.Tensor:
 
 
 def _as_diagonal(diag) -> torch.Tensor:
-    d = _to_tensor(diag, "diag").detach().to(torch.float64).cpu()
+    d = to_tensor(diag, "diag").detach().to(torch.float64).cpu()
     if d.ndim == 2 and d.shape[0] == d.shape[1]:
         d = d.diagonal()
     if d.ndim != 1:
@@ -289,7 +289,7 @@ def concat_halves(left, right, shape=(28, 28)) -> torch.Tensor:
     """Images of shape (C, H, 2W): ``left`` and ``right`` (flattened images of ``shape`` (H, W) or (C, H, W)) side
     by side, flattened again (n, 2 C H W)."""
     C, H, W = _check_shape(shape)
-    left, right = _to_tensor(left, "left"), _to_tensor(right, "right")
+    left, right = to_tensor(left, "left"), to_tensor(right, "right")
     if left.shape != right.shape or left.ndim != 2 or left.shape[1] != C * H * W:
         raise ValueError(f"left and right must both have shape (n, {C * H * W}), got {tuple(left.shape)} and "
                          f"{tuple(right.shape)}")
@@ -355,7 +355,7 @@ def add_marker(X, y, mask, rates, *, value: float = 1.0, mode: str = "set", gene
     boolean vector of the rows that were stamped."""
     X = _images(X)
     y = _labels(y)
-    rates = _to_tensor(rates, "rates").to(torch.float64)
+    rates = to_tensor(rates, "rates").to(torch.float64)
     if len(y) != X.shape[0]:
         raise ValueError(f"X has {X.shape[0]} rows but y has {len(y)}")
     if len(y) and int(y.min()) < 0:
@@ -377,7 +377,7 @@ def rotate_images(X, angles, shape=(28, 28)) -> torch.Tensor:
     if X.shape[1] != C * H * W:
         raise ValueError(f"X must have shape (n, {C * H * W}) for images of shape {shape}, got {tuple(X.shape)}")
     n = X.shape[0]
-    a = _to_tensor(angles, "angles").to(dtype=torch.float64, device=X.device).reshape(-1)
+    a = to_tensor(angles, "angles").to(dtype=torch.float64, device=X.device).reshape(-1)
     if a.numel() not in (1, n):
         raise ValueError(f"angles must be one angle for all images or one per row of X ({n}), got {a.numel()}")
     if not bool(torch.isfinite(a).all()):

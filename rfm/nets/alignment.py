@@ -36,7 +36,7 @@ import numbers
 
 import torch
 
-from .._checks import _to_tensor, check_choice, check_matrix, check_number, check_square, resolve_dtype
+from .._checks import check_choice, check_matrix, check_number, check_square, resolve_dtype, to_tensor
 from ..core.agop import agop, jacobians
 from ..data.datasets import chain_monomial
 from ..metrics import matrix_correlation
@@ -85,7 +85,7 @@ def _as_input(model, X, name: str = "X") -> torch.Tensor:
 
 def _matrix(W, name: str) -> torch.Tensor:
     """A finite 2-D float64 tensor (detached), for weights and their differences."""
-    W = _to_tensor(W, name).detach()
+    W = to_tensor(W, name).detach()
     if W.ndim != 2:
         raise ValueError(f"{name} must be a 2-D weight matrix (k_out, k_in), got shape {tuple(W.shape)}")
     W = W.to(torch.float64)
@@ -337,7 +337,7 @@ def random_eigenvector_nfc(model, X, layer: int = 0, *, draws: int = 10, generat
 def _velocity_and_features(model, X, residual, layer):
     X = _as_input(model, X)
     J = ptk_features(model, X, layer).to(torch.float64)                # (n, c, k)
-    r = _to_tensor(residual, "residual").detach().to(torch.float64).to(J.device)
+    r = to_tensor(residual, "residual").detach().to(torch.float64).to(J.device)
     if r.ndim not in (1, 2) or r.shape[0] != J.shape[0]:
         raise ValueError(f"residual must have shape (n,) or (n, c) with n = {J.shape[0]} rows of X, got "
                          f"{tuple(r.shape)}")
@@ -460,7 +460,7 @@ def free_second_derivative_correlation(A: torch.Tensor, B: torch.Tensor, moments
 def data_matrices(X, y):
     """C = X^T diag(y) X, A = C^2 and B = X^T X (float64), the data side of the quadratic network's prediction."""
     X = check_matrix(X, "X", dtype=torch.float64)
-    y = _to_tensor(y, "y").detach()
+    y = to_tensor(y, "y").detach()
     if not (y.ndim == 1 or (y.ndim == 2 and y.shape[1] == 1)):
         raise ValueError(f"y must be a vector of labels (n,), one per row of X, got shape {tuple(y.shape)}")
     y = y.to(X).reshape(-1)

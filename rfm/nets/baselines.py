@@ -22,7 +22,7 @@ import copy
 
 import torch
 
-from .._checks import _to_tensor, check_choice, check_number
+from .._checks import check_choice, check_number, to_tensor
 from ..core.feature_matrix import feature_update
 from ..metrics import matrix_correlation
 from ..utils import make_generator
@@ -36,7 +36,7 @@ SIDES = ("both", "left", "right")
 
 
 def _weight_matrix(W) -> torch.Tensor:
-    W = _to_tensor(W, "W").detach()
+    W = to_tensor(W, "W").detach()
     if W.ndim != 2:
         raise ValueError(f"W must be a 2-D weight matrix (k_out, k_in), got shape {tuple(W.shape)}")
     if not W.is_floating_point():

@@ -22,7 +22,7 @@ import math
 import torch
 from torch import nn
 
-from .._checks import _to_tensor, check_number, resolve_dtype
+from .._checks import check_number, resolve_dtype, to_tensor
 from ..core.agop import AGOPAccumulator, jacobians
 from ..core.blocks import resolve_mem_bytes
 from ..core.feature_matrix import FeatureMatrix, feature_update
@@ -84,7 +84,7 @@ def filter_nfm(conv) -> torch.Tensor:
     if isinstance(conv, nn.Module):
         W = _check_conv(conv).weight
     else:
-        W = _to_tensor(conv, "conv")
+        W = to_tensor(conv, "conv")
         if W.ndim != 4:
             raise ValueError(f"a filter tensor must be 4-D (C_out, C_in, qh, qw), got shape {tuple(W.shape)}")
     W = W.detach().to(torch.float64).reshape(W.shape[0], -1)
@@ -168,7 +168,7 @@ def _conv_from_patches(conv, U, grid):
 
 def _as_model_input(model, X):
     param = next(model.parameters(), None)
-    t = _to_tensor(X, "X")
+    t = to_tensor(X, "X")
     if t.ndim < 2 or t.shape[0] < 1:
         raise ValueError(f"X must be a batch of inputs (n, ...) with n >= 1, got shape {tuple(t.shape)}")
     t = t.to(dtype=param.dtype if param is not None else torch.float32,
