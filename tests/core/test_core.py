@@ -141,7 +141,7 @@ def test_fit_is_repeatable_and_batch_independent():
 
 
 @pytest.mark.parametrize("module", ["rfm.core.feature_matrix", "rfm.core.kernels", "rfm.core.machine", "rfm.core.agop",
-                                    "rfm.core.solvers", "rfm.models.estimators"])
+                                    "rfm.core.direct", "rfm.models.estimators"])
 def test_docstring_examples_run(module):
     import doctest
     import importlib
