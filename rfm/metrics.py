@@ -171,7 +171,7 @@ def accuracy(y, y_pred) -> float:
 class ScalingLaw(NamedTuple):
     """err = coef * n ** slope, fitted by least squares on (log n, log err); ``r2`` is the fit's R^2 there.
 
-    Attributes
+    Parameters
     ----------
     coef : float
         The prefactor a.

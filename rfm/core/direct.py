@@ -1,8 +1,8 @@
 r"""Kernel ridge regression: (K + reg I) alpha = Y, the direct solves.
 
 The predictor is f(z) = sum_i alpha_i k_M(z, x_i). ``reg = 0`` asks for interpolation (the grokking paper's
-setting). :func:`solve_krr` solves one system given K. A *solver* (:func:`get_solver`) is what an estimator calls
-once per RFM iteration: it receives the kernel and the transformed training points and returns a
+setting). :func:`solve_krr` solves one system given K. A *solver* (:func:`rfm.core.solvers.get_solver`) is what an
+estimator calls once per RFM iteration: it receives the kernel and the transformed training points and returns a
 :class:`SolveResult`, so that a solver that never forms K (an iterative one) slots in beside the direct ones.
 
 Direct solves: a Cholesky factorisation; when K + reg I is not numerically positive definite (reg = 0 with

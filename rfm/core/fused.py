@@ -4,8 +4,8 @@ For the Laplace kernel (exponent 1 or 2) and the Gaussian kernel on transformed 
 program computes a tile of squared distances ``|z~|^2 + |x~|^2 - 2 z~.x~`` by a matrix product, turns it into kernel
 values (or gradient weights k'(r)/r) in registers, and multiplies the tile by the matching rows of V, accumulating
 the tiles' partial products in float64. Nothing but Z, X, V and the output touches memory, so the product costs
-the distance flops and one exp (and one sqrt) per entry, where the blocked path (:func:`rfm.core.kernels.
-kernel_blocks`) writes and re-reads each block several times.
+the distance flops and one exp (and one sqrt) per entry, where the blocked path
+(:func:`rfm.core.kernels.kernel_blocks`) writes and re-reads each block several times.
 
 What it computes is the blocked path's arithmetic, entry for entry:
 
@@ -32,11 +32,12 @@ import torch
 
 from .kernels import GaussianKernel, Kernel, LaplaceKernel
 
-#: Tile sizes and warps: the fastest of five timed on an H200 at n = 1e5, d = 100 (results/gpu/2026-11-27-h200/kv.json;
-#: BM = 128 with BD = 128 needs more shared memory than the chip has). d <= BD runs in one chunk.
+#: The tile sizes and warps, the fastest of five timed on an H200 at n = 1e5, d = 100
+#: (results/gpu/2026-11-27-h200/kv.json; BM = 128 with BD = 128 needs more shared memory than the chip has).
+#: d <= BD runs in one chunk.
 CONFIG = {"BM": 64, "BN": 64, "BD": 128, "num_warps": 4, "num_stages": 2}
 
-#: Precision of the two products on a GPU: "ieee" (float32 FMA), "tf32x3" (three TF32 products, float32
+#: The precision of the two products on a GPU, "ieee" (float32 FMA), "tf32x3" (three TF32 products, float32
 #: accuracy), "tf32", or "tf32+fp32" (distances in TF32, the product with V in float32 FMAs, for at most 4 columns of
 #: V; more columns: a tf32x3 product). Measured on an H200 (results/gpu/2026-11-27-h200), one K·v at n = 10^6,
 #: d = 100: tf32x3 18.9 s, rel. error 1.9e-7; tf32 3.8 s, rel. error 5.7e-4 (4.8e-3 at 3·10^5), too coarse for CG's
@@ -251,7 +252,7 @@ def kernel_product(kernel: Kernel, Zt: torch.Tensor, Xt: torch.Tensor, V: torch.
     out_dtype : torch.dtype, optional
         Dtype of the result (default V's); the tiles' partial sums are float64 whatever it is.
     precision : {"ieee", "tf32x3", "tf32", "tf32+fp32"}, optional
-        precision of the products for float32 on a GPU (default :data:`PRECISION`; see :data:`PRECISIONS`).
+        precision of the products for float32 on a GPU (default ``PRECISION``; see ``PRECISIONS``).
     config : dict, optional
         Tile sizes overriding :data:`CONFIG`.
     """

@@ -338,7 +338,7 @@ def _as_tensors(X, Z):
 
 
 def random_fourier_features(X, k: int, bandwidth: float, generator=None):
-    """Random Fourier features ``sqrt(2/k) cos(X W + b)`` of the Gaussian kernel exp(-|x - z|^2 / (2 L^2)).
+    """Random Fourier features ``sqrt(2/k) cos(X W + b)`` of the Gaussian kernel ``exp(-|x - z|^2 / (2 L^2))``.
 
     W has N(0, 1/L^2) entries and b is uniform on [0, 2 pi), both drawn in float64 on the CPU (W first) and moved to
     X's device, so a seed gives the same features on every device. ``F @ F.T`` tends to the Gaussian kernel matrix as

@@ -18,7 +18,7 @@ from .eigenpro import EigenPro2Solver, EigenPro3Solver
 
 __all__ = ["DIRECT_METHODS", "SOLVERS", "DirectSolver", "SolveResult", "get_solver", "solve_krr"]
 
-#: The solvers by name: each entry makes a fresh solver with its defaults.
+#: The solvers by name; each entry makes a fresh solver with its defaults.
 SOLVERS = {
     "auto": AutoSolver,
     "cholesky": lambda: DirectSolver("cholesky"),

@@ -189,7 +189,7 @@ class ConvRFM(_ImageInput, RegressorMixin, BaseEstimator):
 
     Parameters
     ----------
-    shape : (C, H, W) or (H, W), optional
+    shape : tuple of int, optional
         Needed for flattened images; read from (n, C, H, W) input otherwise (2-D rows without it: 1 x d signals).
     q : int or (qh, qw), default 3
         Patch size.
@@ -235,7 +235,7 @@ class ConvRFM(_ImageInput, RegressorMixin, BaseEstimator):
         The M used at each solve (float64, CPU).
     X_patches_ : torch.Tensor
         The transformed training patches (the predictor's centres).
-    image_shape_ : (C, H, W)
+    image_shape_ : tuple of int
     n_features_in_ : int
         C H W.
     """
@@ -616,7 +616,7 @@ class DeepConvRFM(_ImageInput, ClassifierMixin, BaseEstimator):
 
     Parameters
     ----------
-    shape : (C, H, W) or (H, W), optional
+    shape : tuple of int, optional
         As :class:`ConvRFM`.
     depth : int, default 2
         Number of stages.
@@ -641,7 +641,7 @@ class DeepConvRFM(_ImageInput, ClassifierMixin, BaseEstimator):
     history_ : list of list of dict
         Per stage, its history.
     classes_ : numpy.ndarray
-    image_shape_ : (C, H, W)
+    image_shape_ : tuple of int
     n_features_in_ : int
     """
 

@@ -505,7 +505,7 @@ class RFMRegressor(RegressorMixin, _BaseRFM):
 
     def score(self, X, y, sample_weight=None):
         """R^2 of the predictions (averaged uniformly over outputs); with ``sample_weight``, the weighted R^2 of
-        :func:`sklearn.metrics.r2_score`."""
+        ``sklearn.metrics.r2_score``."""
         pred = to_numpy(self.predict(X.detach() if isinstance(X, torch.Tensor) else X)).astype(np.float64)
         if sample_weight is not None:
             return _weighted_score(to_numpy(y).astype(np.float64), pred, sample_weight, "r2")

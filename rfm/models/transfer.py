@@ -35,12 +35,12 @@ from .._checks import check_matrix, check_number, resolve_dtype
 from ..core.kernels import get_kernel, kernel_matrix
 from ..core.machine import KernelMachine
 from ..core.solvers import solve_krr
-from ..metrics import ScalingLaw, fit_scaling_law
+from ..metrics import ScalingLaw, fit_scaling_law  # noqa: F401  (re-exported: their pre-0.2 home)
 from ..utils import make_generator
 from .estimators import RFMClassifier, RFMRegressor, regression_targets
 from .loop import rfm_loop
 
-__all__ = ["ProjectedKernel", "TranslatedKernel", "ScalingLaw", "fit_scaling_law", "source_outputs", "transfer_curves"]
+__all__ = ["ProjectedKernel", "TranslatedKernel", "source_outputs", "transfer_curves"]
 
 
 def source_outputs(source, X) -> torch.Tensor:
