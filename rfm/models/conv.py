@@ -593,12 +593,7 @@ class ConvRFMClassifier(ClassifierMixin, ConvRFM):
         -------
         float
         """
-        if sample_weight is not None:
-            raise ValueError("sample_weight is not supported")
-        pred, truth = to_numpy(self.predict(X)), to_numpy(y)
-        if pred.shape[0] != truth.shape[0]:
-            raise ValueError(f"y has {truth.shape[0]} labels but X has {pred.shape[0]} images")
-        return float(np.mean(pred == truth))
+        return _image_accuracy(self, X, y, sample_weight)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -792,6 +787,14 @@ class DeepConvRFM(_ImageInput, ClassifierMixin, BaseEstimator):
         -------
         float
         """
-        if sample_weight is not None:
-            raise ValueError("sample_weight is not supported")
-        return float(np.mean(to_numpy(self.predict(X)) == to_numpy(y)))
+        return _image_accuracy(self, X, y, sample_weight)
+
+
+def _image_accuracy(model, X, y, sample_weight=None) -> float:
+    """The share of images of ``X`` that ``model`` labels as ``y`` (the classifiers' ``score``)."""
+    if sample_weight is not None:
+        raise ValueError("sample_weight is not supported")
+    pred, truth = to_numpy(model.predict(X)), to_numpy(y)
+    if pred.shape[0] != truth.shape[0]:
+        raise ValueError(f"y has {truth.shape[0]} labels but X has {pred.shape[0]} images")
+    return float(np.mean(pred == truth))
