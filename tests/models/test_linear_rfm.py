@@ -196,26 +196,6 @@ def test_holdout_stopping_never_reads_unobserved_entries():
     assert a["iteration"] == int(np.nanargmin(a["holdout_error"]))
 
 
-def test_deep_linear_depth_one_keeps_unobserved_entries_at_their_initial_values():
-    # depth 1: the completion is the weight matrix itself and an unobserved entry gets no gradient
-    Y, mask = _low_rank(d=12, r=1, ratio=3.0)
-    untrained = L.deep_linear_completion(Y, mask, depth=1, steps=0, seed=3)["Y"]
-    res = L.deep_linear_completion(Y, mask, depth=1, steps=2000, lr=1e-2, seed=3, Y_eval=Y)
-    np.testing.assert_allclose(res["Y"][~mask], untrained[~mask], atol=1e-12)
-    np.testing.assert_allclose(res["Y"][mask], Y[mask], atol=1e-3)
-    assert res["train_error"][-1] < 1e-3 < res["train_error"][0]
-
-
-def test_deep_linear_is_seeded_and_torch_in_torch_out():
-    Y, mask = _low_rank(d=10, r=1, ratio=3.0)
-    a = L.deep_linear_completion(Y, mask, steps=20, seed=1)
-    b = L.deep_linear_completion(torch.from_numpy(Y), torch.from_numpy(mask), steps=20, seed=1)
-    assert isinstance(a["Y"], np.ndarray) and isinstance(b["Y"], torch.Tensor)
-    np.testing.assert_allclose(a["Y"], b["Y"].numpy(), atol=1e-12)
-    with pytest.raises(ValueError, match="depth"):
-        L.deep_linear_completion(Y, mask, depth=0)
-
-
 def test_problem_generators():
     from rfm.data import low_rank_completion, sparse_regression
     X, y, w = sparse_regression(20, 50, 4, generator=2)
@@ -231,25 +211,6 @@ def test_problem_generators():
         low_rank_completion(5, 1, 26)
     with pytest.raises(ValueError, match="do not fit"):
         sparse_regression(5, 3, 4)
-
-
-def test_diagonal_network_depth_one_converges_to_the_minimum_norm_solution():
-    # depth 1: w = u - v moves by gradient steps of a linear model from w = 0, which stay in the row space of X
-    X, w, y = _problem(n=20, d=40, s=3)
-    res = L.diagonal_network_regression(X, y, depth=1, lr=0.05, steps=4000, w_true=w)
-    np.testing.assert_allclose(res["w"], np.linalg.pinv(X) @ y, atol=1e-6)
-    assert res["train_error"][-1] < 1e-6 < res["train_error"][0] == pytest.approx(1.0)
-
-
-def test_diagonal_network_small_initialisation_beats_minimum_norm():
-    X, w, y = _problem(n=40, d=100, s=4)
-    res = L.diagonal_network_regression(X, y, depth=2, init_scale=1e-3, lr=1e-2, steps=5000, w_true=w)
-    min_norm = np.linalg.norm(np.linalg.pinv(X) @ y - w) / np.linalg.norm(w)
-    assert res["eval_error"][-1] < 0.2 * min_norm
-    b = L.diagonal_network_regression(torch.from_numpy(X), torch.from_numpy(y), depth=2, steps=10)
-    assert isinstance(b["w"], torch.Tensor)
-    with pytest.raises(ValueError, match="depth"):
-        L.diagonal_network_regression(X, y, depth=0)
 
 
 def test_plateau_ridge_waits_for_the_held_out_error_and_needs_a_holdout():
