@@ -149,11 +149,16 @@ def jsonable(value):
 def git_commit() -> str | None:
     """The short hash of the repository's current commit.
 
+    ``RFM_BOOK_COMMIT``, when set, is taken as it is: a tree copied without ``.git`` (the lent GPU machine) names the
+    commit it was copied from.
+
     Returns
     -------
     str or None
         Twelve hex digits, or None outside a git checkout.
     """
+    if os.environ.get("RFM_BOOK_COMMIT"):
+        return os.environ["RFM_BOOK_COMMIT"]
     try:
         out = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=ROOT, capture_output=True, text=True,
                              timeout=10)
