@@ -14,6 +14,8 @@ Steps (cap in seconds, in this order):
   test MSE of each iterate (big_fit.py -> big.json);
 * ``bench`` (150): benchmarks/bench_xrfm.py --device cuda at n = 8k, 32k, 1e5: ours (auto, cholesky, eigenpro3)
   against xRFM leaf (solve, cholesky) and tree, failures as rows (-> bench.json, bench.md, bench.png);
+* ``bench-large`` (150): the same at n = 1e5 and 3e5 (ours: auto and eigenpro3; xRFM leaf and tree), each model
+  capped at 40 s (-> bench-large.json);
 * ``cg300k`` (120): n = 3e5, five updates, fused CG and EigenPro 3 (the auto solver's choice past memory; big.json);
 * ``alternatives`` (45): kermac and KeOps K·v at n = 1e5 when their wheels travel (alternatives.py -> kv.json);
 * ``queue`` (the rest): the paper-scale queue (gpu_queue.py -> queue.json).
@@ -45,6 +47,10 @@ STEPS = {
                               "100000", "--models", "rfm", "rfm-chol", "rfm-ep3", "xrfm", "xrfm-chol", "xrfm-tree",
                               "--repeats", "1", "--worker-timeout", "60", "--exact-max", "40000", "--out",
                               f"{o}/bench"]),
+    "bench-large": (150, lambda o: [PY, ROOT / "benchmarks" / "bench_xrfm.py", "--device", "cuda", "--sizes",
+                                    "100000", "300000", "--models", "rfm", "rfm-ep3", "xrfm", "xrfm-tree",
+                                    "--repeats", "1", "--worker-timeout", "40", "--exact-max", "40000", "--out",
+                                    f"{o}/bench-large"]),
     "cg300k": (120, None),
     "alternatives": (45, lambda o: [PY, HERE / "alternatives.py", o]),
     "queue": (10_000, None),
