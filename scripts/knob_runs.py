@@ -22,6 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from calibrate import chapter_source, run_seed  # noqa: E402 (one way of running a chapter headless)
+from rerun import parse_value  # noqa: E402 (a knob's value as the rerun reads it)
 
 
 def parse_run(items: list[str]) -> tuple[str, dict[str, str]]:
@@ -38,7 +39,9 @@ def parse_run(items: list[str]) -> tuple[str, dict[str, str]]:
 def summary(name: str, knobs: dict[str, str], record: dict, seconds: float) -> dict:
     """One run's entry: what changed, where and when it ran, every check's value and the scalar measured values."""
     measured = record.get("measured", {})
-    return {"name": name, "changed": {k: measured.get(k, record.get("params", {}).get(k, v)) for k, v in knobs.items()},
+    params = record.get("params", {})
+    changed = {k: record.get("seed") if k == "seed" else params.get(k, parse_value(v)) for k, v in knobs.items()}
+    return {"name": name, "changed": changed,
             "seed": record.get("seed"), "date": record.get("date"), "commit": record.get("commit"),
             "device": record.get("device"), "seconds": round(seconds, 1),
             "params": record.get("params", {}),

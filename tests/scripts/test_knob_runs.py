@@ -32,8 +32,8 @@ def test_an_entry_keeps_the_changed_knobs_checks_and_measured_values():
     record = {"seed": 11, "date": "d", "commit": "c", "device": "cpu", "params": {"d": 50, "n": 2000},
               "checks": {"gain": {"value": 0.4, "passed": True}, "sym": {"value": 0.0, "passed": True}},
               "measured": {"gain": 0.4, "r2": 0.9, "curve": [1, 2]}}
-    entry = mod.summary("d50", {"d": "50"}, record, 12.34)
-    assert entry["changed"] == {"d": 50}          # the value the chapter used, not the string given
+    entry = mod.summary("d50", {"d": "50", "seed": "11", "other": "1e-3"}, record, 12.34)
+    assert entry["changed"] == {"d": 50, "seed": 11, "other": 1e-3}   # the values used, not the strings given
     assert entry["checks"] == {"gain": 0.4, "sym": 0.0}
     assert entry["passed"] == {"gain": True, "sym": True}
     assert entry["measured"]["r2"] == 0.9 and entry["seconds"] == 12.3 and entry["seed"] == 11
