@@ -27,14 +27,15 @@
 # $y = x_1 x_2$ with $x \sim \mathcal N(0, I_{100})$, which depends on 2 of 100 coordinates, with 2,000 training
 # and 10,000 test points.
 #
-# This chapter lays the foundations for the rest of the book, in five steps:
+# This chapter lays the foundations for the rest of the book, in six steps:
 #
 # 1. kernel ridge regression (KRR) with the Laplace kernel, and what its bandwidth and ridge do;
 # 2. why a fixed kernel fails on $y = x_1 x_2$ once $d$ is large;
 # 3. the AGOP of a predictor and the *expected* gradient outer product (EGOP) of a target, derived by hand for
 #    $x_1 x_2$ and for the chain monomial $x_1x_2 + x_2x_3 + x_3x_1$;
 # 4. the AGOP of a poor kernel predictor already points at the right coordinates;
-# 5. one RFM run that turns this into a good predictor, with its feature matrix $M$ shown at every iteration.
+# 5. a numerical pitfall of the public codes: the AGOP's self-pair, masked by a distance threshold in float32;
+# 6. one RFM run that turns this into a good predictor, with its feature matrix $M$ shown at every iteration.
 #
 # The default *smoke* profile uses the tutorial's 2,000 training points and ridge $10^{-4}$, with 2,000 test points,
 # and took {glue:text}`chapter_seconds` s on this run's machine. The *full* profile uses the appendix's settings as
