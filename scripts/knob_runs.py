@@ -8,6 +8,9 @@ seed too: ``seed=11``); values are parsed as the rerun parses ``-p`` values (``d
 The file keeps, per run, its name, the changed knobs, seed, date, commit, device, the value of every check and the
 scalar measured values, so a chapter can glue what it says about other settings from a committed run instead of a
 typed number. Runs already in the file under another name are kept; a run of the same name is replaced.
+
+``--from-records DIR`` writes the file from runs made elsewhere instead (``scripts/gpu/device_calibrate.py`` on a
+many-core machine): ``DIR/<name>.json`` is the record of the run ``--run <name> ...`` names, nothing is run.
 """
 from __future__ import annotations
 
@@ -59,12 +62,24 @@ def main(argv=None) -> int:
     ap.add_argument("--jobs", type=int, default=2, help="runs side by side (default 2)")
     ap.add_argument("--timeout", type=int, default=1800, help="seconds per run (default 1800)")
     ap.add_argument("--out", type=Path, default=None, help="default results/<slug>/knobs.json")
+    ap.add_argument("--from-records", type=Path, default=None,
+                    help="read each run's record from DIR/<name>.json (runs made elsewhere) instead of running it")
     args = ap.parse_args(argv)
     src = chapter_source(args.chapter)
     slug = src.stem
     runs = [parse_run(items) for items in args.run]
     threads = max(1, (os.cpu_count() or 1) // max(1, args.jobs))
     entries, failed = {}, []
+    if args.from_records is not None:
+        for name, knobs in runs:
+            path = args.from_records / f"{name}.json"
+            if not path.exists():
+                failed.append(name)
+                print(f"{name}: no record {path}", file=sys.stderr)
+                continue
+            record = json.loads(path.read_text())
+            entries[name] = summary(name, knobs, record, float(record.get("seconds") or 0.0))
+        runs = []
     with tempfile.TemporaryDirectory(prefix=f"knobs-{slug}-") as tmp, ThreadPoolExecutor(args.jobs) as pool:
         futures = {}
         for name, knobs in runs:

@@ -88,7 +88,9 @@ def run_task(task: dict, out: Path, deadline: float) -> dict:
     if code == 0 and found.exists():
         dest = out / "records" / slug / f"{name}.json"
         dest.parent.mkdir(parents=True, exist_ok=True)
-        dest.write_text(found.read_text())
+        record = json.loads(found.read_text())
+        record["seconds"] = rec["seconds"]
+        dest.write_text(json.dumps(record, indent=1) + "\n")
         rec["status"] = "ok"
     else:
         rec["status"], rec["tail"] = ("timeout" if code == "timeout" else "failed"), tail

@@ -37,3 +37,21 @@ def test_an_entry_keeps_the_changed_knobs_checks_and_measured_values():
     assert entry["checks"] == {"gain": 0.4, "sym": 0.0}
     assert entry["passed"] == {"gain": True, "sym": True}
     assert entry["measured"]["r2"] == 0.9 and entry["seconds"] == 12.3 and entry["seed"] == 11
+
+
+def test_runs_made_elsewhere_are_read_from_their_records(tmp_path):
+    import json
+
+    mod = _load()
+    recs = tmp_path / "records"
+    recs.mkdir()
+    record = {"seed": 11, "date": "d", "commit": "c", "device": "cpu", "params": {"d": 50}, "seconds": 7.0,
+              "checks": {"gain": {"value": 0.4, "passed": True}}, "measured": {}}
+    (recs / "seed11.json").write_text(json.dumps(record))
+    out = tmp_path / "knobs.json"
+    code = mod.main(["adaptive_sgd_quadratic", "--run", "seed11", "seed=11", "--run", "gone", "d=3",
+                     "--from-records", str(recs), "--out", str(out)])
+    assert code == 2  # the run without a record is reported
+    runs = json.loads(out.read_text())["runs"]
+    assert [r["name"] for r in runs] == ["seed11"]
+    assert runs[0]["checks"] == {"gain": 0.4} and runs[0]["seconds"] == 7.0 and runs[0]["changed"] == {"seed": 11}
