@@ -542,9 +542,9 @@ for key, name in (("bin", "acc_gain_last_binary"), ("ten", "acc_gain_last_10clas
 
 # %%
 checks = rfm.book.Checks("recursive_feature_machines", P, seed=seed, device=dev, output_dir=output_dir)
-checks.claim("r2_gain_rfm_over_laplace", largest["rfm"] - largest["laplace"], at_least=0.3,
+checks.claim("r2_gain_rfm_over_laplace", largest["rfm"] - largest["laplace"], at_least=0.4,
              what=f"RFM ahead of plain Laplace: test R^2 of RFM's last iterate minus its iteration 0, n = {largest['n']}")
-checks.claim("r2_gain_rfm_over_ntk", largest["rfm"] - largest["ntk"], at_least=0.05,
+checks.claim("r2_gain_rfm_over_ntk", largest["rfm"] - largest["ntk"], at_least=0.08,
              what=f"RFM ahead of the NTK (depth {P.ntk_depth}): test R^2 of RFM minus NTK ridge regression, "
                   f"n = {largest['n']}")
 checks.claim("r2_gain_rfm_over_mlp_mid", mid["rfm"] - mid["mlp"], at_least=-0.15,

@@ -9,8 +9,11 @@ the book's 2-core machine), each with its share of the cores as threads, as the 
 records are merged into ``results/calibration/<slug>.json``: the settings,
 machine, date, commit, every check's rule and its value at each seed, and the scalar measured values. The table of
 min / median / max beside each rule is printed; a rule that fails at some seed is marked and the exit status is 1.
-``-p`` overrides a parameter for every seed (calibrating other settings than the profile's defaults writes the
-file all the same: the chapter compares its settings with it).
+``--rule NAME BOUND VALUE`` (BOUND: at_least or at_most) runs nothing: it moves a rule of the committed
+calibration to the chapter's new threshold and judges the recorded values again (the values are the runs'; only the
+rule changes), noting the change in the file's ``rules_moved``. ``-p`` overrides a parameter for every seed
+(calibrating other settings than the profile's defaults writes the file all the same: the chapter compares its
+settings with it).
 """
 from __future__ import annotations
 
@@ -61,6 +64,29 @@ def run_seed(src: Path, seed, profile, extra, out: Path, timeout, threads=1):
     return record, seconds
 
 
+def move_rules(path: Path, rules) -> int:
+    """Set each (name, bound, value) rule in the calibration at ``path`` and judge its recorded values again."""
+    sys.path.insert(0, str(ROOT))
+    from rfm.book.checks import Check, write_json
+
+    calib = json.loads(path.read_text())
+    for name, bound, value in rules:
+        if bound not in ("at_least", "at_most"):
+            raise SystemExit(f"--rule {name}: BOUND must be at_least or at_most, not {bound!r}")
+        entry = calib["checks"].get(name)
+        if entry is None:
+            raise SystemExit(f"--rule {name}: no such check in {path}")
+        old = entry["rule"]
+        entry[bound] = float(value)
+        rule = Check(name, entry["kind"], None, entry["at_least"], entry["at_most"])
+        entry["rule"] = rule.rule
+        entry["passed"] = [rule.passes(v) for v in entry["values"]]
+        calib.setdefault("rules_moved", []).append(f"{name}: {old} -> {rule.rule} (values as recorded)")
+        print(f"{name}: {old} -> {rule.rule}; passes at {sum(entry['passed'])}/{len(entry['passed'])} seeds")
+    write_json(path, calib)
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("chapter", help="the chapter's slug (notebooks/<slug>.py), or the path of a chapter")
@@ -71,9 +97,13 @@ def main(argv=None) -> int:
     ap.add_argument("--timeout", type=int, default=1800, help="seconds per seed (default 1800)")
     ap.add_argument("--out", type=Path, default=None, help="the calibration file (default results/calibration/"
                                                             "<slug>.json)")
+    ap.add_argument("--rule", nargs=3, action="append", default=[], metavar=("NAME", "BOUND", "VALUE"),
+                    help="move a rule of the committed calibration (BOUND at_least or at_most); runs nothing")
     args = ap.parse_args(argv)
     src = chapter_source(args.chapter)
     slug = src.stem
+    if args.rule:
+        return move_rules(args.out or ROOT / "results" / "calibration" / f"{slug}.json", args.rule)
     if args.seeds < 1 or args.jobs < 1:
         ap.error("--seeds and --jobs must be positive")
     sys.path.insert(0, str(ROOT))

@@ -48,7 +48,7 @@ def script_source(src: Path, params: dict) -> str:
             "    _ip, _ipd = _types.ModuleType('IPython'), _types.ModuleType('IPython.display')",
             "    _ipd.display = lambda *a, **k: print(*[getattr(x, 'to_string', lambda: x)() for x in a])",
             "    _ipd.Markdown = _ipd.HTML = lambda x: x",
-            "    _ip.display, _ip.get_ipython = _ipd, lambda: None",
+            "    _ip.display, _ip.get_ipython, _ip.version_info = _ipd, lambda: None, (0, 0)",
             "    _sys.modules['IPython'], _sys.modules['IPython.display'] = _ip, _ipd",
             "from IPython.display import display  # noqa: E402"]
     return "\n".join(shim + lines[:end] + ["# injected by scripts/gpu/gpu_queue.py"] + inject + lines[end:]) + "\n"
