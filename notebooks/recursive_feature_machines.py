@@ -456,7 +456,9 @@ panels, titles = [], []
 for task, (m_diag, f_diag) in feature_diagonals.items():
     panels += [m_diag.reshape(28, 28), f_diag.reshape(28, 28)]
     titles += [f"{task}: RFM diag(M)", f"{task}: MLP diag($W_0^\\top W_0$)"]
-diag_corr = {task: rfm.matrix_correlation(m, f) for task, (m, f) in feature_diagonals.items()}
+# when validation selects iteration 0, M is the identity and its diagonal has no correlation (nan)
+diag_corr = {task: rfm.matrix_correlation(m, f) if float(m.std()) > 0 else float("nan")
+             for task, (m, f) in feature_diagonals.items()}
 fig = plots.matrix_images(panels, titles, shared_scale=False, cmap="magma", ncols=4, panel_size=2.2,
                           xlabel="pixel column", ylabel="pixel row", colorbar_label="weight")
 rfm.book.savefig(fig, "recursive_feature_machines_digits_diagonals", output_dir=output_dir)
