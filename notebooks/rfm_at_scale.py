@@ -796,17 +796,18 @@ print(g)
 #   magnitude or more (this run: {glue:text}`cond_growth`);
 # * `precond_converged` (sanity: it holds by the stopping rule, which either meets the tolerance or falls back to
 #   Cholesky): every preconditioned CG solve of both fits converged, with no fallback;
-# * plain CG, at the last RFM iteration, stalls at a residual at least 10 times the tolerance (the control loses;
-#   the calibration's smallest ratio is in the table);
-# * largest relative test-MSE difference of CG ($10^{-3}$) from Cholesky over all iterations: at most 1 %, about
-#   five times the largest measured (margin 5x);
-# * final relative test-MSE excess of the loose tolerance ($10^{-1}$): at least 4 %, a little under half the
-#   smallest measured (margin 2x), and above the 1 % allowed to CG at $10^{-3}$, so that the control loses;
+# * `plain_fail_last`: plain CG, at the last RFM iteration, stalls at a residual at least 10 times the tolerance
+#   (the control loses): {glue:text}`cal_plain_fail_last`;
+# * `rel_cg_max`: largest relative test-MSE difference of CG ($10^{-3}$) from Cholesky over all iterations, at most
+#   1 %: {glue:text}`cal_rel_cg_max`;
+# * `loose_excess`: final relative test-MSE excess of the loose tolerance ($10^{-1}$), at least 4 %, above the 1 %
+#   allowed to CG at $10^{-3}$, so that the control loses: {glue:text}`cal_loose_excess`;
 # * sanity `bench_max_rel_mse`: the committed benchmark, at every $n$ where our CG and Cholesky paths both ran, has
 #   test MSE within 1 % (it reads committed files, so it is the same at every seed and reproduces nothing live).
 
 # %%
 checks = rfm.book.Checks("rfm_at_scale", P, seed=seed, device=dev, output_dir=output_dir)
+rfm.book.glue_calibration("rfm_at_scale")
 checks.claim("cond_growth", cond_growth, at_least=10.0,
              what="Lanczos cond(K_M + reg I) at the last RFM iteration over that at t = 0 (M = I, the control)")
 checks.sanity("precond_converged", all(r["solver"] == "cg" for label in ("CG, tol 1e-3", "CG, tol 1e-1")
