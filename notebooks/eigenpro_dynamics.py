@@ -62,6 +62,7 @@ subsample: "Optional[int]" = None   # |S|, the fixed subsample whose eigenvector
 ep_epochs: "Optional[int]" = None   # EigenPro epochs per RFM solve (Gorlla's code: 10)
 n_train: "Optional[int]" = None     # training images (validation images: the profile's n_val)
 centres: "Optional[list]" = None    # EigenPro 3 numbers of centres (above n_train: shifted training images)
+opt_n: "Optional[int]" = None       # MNIST training images of the section on RFM's optimum
 
 # %%
 import time
@@ -86,10 +87,12 @@ cpu_start = time.process_time()
 P = rfm.book.settings(
     profile,
     smoke=dict(data="digits_8x8", n_train=1437, n_val=360, iters=10, subsample=500, ep_epochs=10, ep_s=2000, q_eig=20,
-               sgd_epochs=60, ep3_epochs=30, centres=[25, 50, 144, 400], augment=0),
+               sgd_epochs=60, ep3_epochs=30, centres=[25, 50, 144, 400], augment=0, opt_n=2000, opt_val=1000,
+               opt_reg=1e-3, opt_iters=6),
     full=dict(data="mnist_5k", n_train=4000, n_val=1000, iters=10, subsample=2000, ep_epochs=10, ep_s=2000,
-              q_eig=20, sgd_epochs=60, ep3_epochs=30, centres=[100, 400, 1000, 2000, 4000, 10000], augment=10000),
-    iters=iters, subsample=subsample, ep_epochs=ep_epochs, n_train=n_train, centres=centres)
+              q_eig=20, sgd_epochs=60, ep3_epochs=30, centres=[100, 400, 1000, 2000, 4000, 10000], augment=10000,
+              opt_n=4000, opt_val=1000, opt_reg=1e-3, opt_iters=6),
+    iters=iters, subsample=subsample, ep_epochs=ep_epochs, n_train=n_train, centres=centres, opt_n=opt_n)
 dev = rfm.get_device(device)
 BANDWIDTH = 10.0                    # the Laplace bandwidth L of Gorlla's code and the RFM papers
 TARGET_MSE = 1e-2                   # training MSE (per output) that EigenPro and SGD race to
@@ -336,7 +339,72 @@ plt.show()
 # the start, not change per iteration, so it levels off rather than falling once the eigenvectors settle. Validation accuracy is
 # best at iteration {glue:text}`best_t` ({glue:text}`val_acc_best`, against {glue:text}`val_acc_0` for the
 # fixed kernel at iteration 0); on digits the differences are a few images, and other seeds put the best iteration
-# elsewhere (the Checks).
+# elsewhere, so on digits the chapter records the best iteration and does not assert where it falls.
+#
+# ## Where the iterations help: the optimum on MNIST digits
+#
+# Gorlla links the settling of the eigenvectors to RFM's optimum, which is only testable where the iterations change
+# the accuracy. On the 5,000 offline MNIST digits (`rfm.data.load_mnist_5k`: {glue:text}`opt_n` training and
+# {glue:text}`opt_val` validation images, unit length) they do, with the settings of {doc}`recursive_feature_machines`
+# for images: the square root of the centred AGOP as the new $M$ (with the AGOP itself, as above, the accuracy fell
+# with the iterations on MNIST in a trial run of ours). For speed on a CPU each RFM solve here is a Cholesky solve
+# with a small ridge ({glue:text}`opt_reg`), not EigenPro, for {glue:text}`opt_iters` feature updates; the
+# eigenvectors are followed as above, on a fixed subsample of {glue:text}`subsample_mnist` training images. The
+# control is iteration 0, the fixed Laplace kernel.
+
+# %%
+mn = rfm.data.load_mnist_5k(n_train=P.opt_n, n_test=P.opt_val, generator=seed, unit_norm=True, dtype="float64")
+Xm, ym, Xm_val, ym_val = (t.to(dev) for t in mn)
+S_m = torch.randperm(P.opt_n, generator=torch.Generator().manual_seed(seed + 4))[:min(P.subsample, P.opt_n)].to(dev)
+mn_iter = []
+
+
+def follow_mnist(model, record):
+    """Callback: the top-q eigenvectors of K_{M_t}(S_m, S_m) and the validation accuracy of iteration t."""
+    U = nystrom_eigensystem(kernel, model.feature_matrix_.transform(Xm), P.q_eig, idx=S_m).vectors
+    mn_iter.append(dict(U=U, val_acc=record["val_acc"]))
+
+
+t0 = time.perf_counter()
+rfm.RFMClassifier(kernel="laplace", bandwidth=BANDWIDTH, reg=P.opt_reg, iters=P.opt_iters, agop_power=0.5, center=True,
+                  dtype="float64", device=dev, solver="cholesky", callback=follow_mnist,
+                  random_state=seed).fit(Xm, ym, Xm_val, ym_val)
+mn_secs = time.perf_counter() - t0
+mn_acc = np.array([r["val_acc"] for r in mn_iter])
+mn_overlap = [rfm.subspace_overlap(a["U"], b["U"]) for a, b in zip(mn_iter[:-1], mn_iter[1:])]
+mn_best = int(np.argmax(mn_acc))
+mn_gain, mn_gap5 = float(mn_acc.max() - mn_acc[0]), float(mn_acc.max() - mn_acc[min(5, len(mn_acc) - 1)])
+rfm.book.glue_many(opt_n=P.opt_n, opt_val=P.opt_val, subsample_mnist=len(S_m), mn_best=mn_best, opt_iters=P.opt_iters,
+                   fmt="{:,}")
+rfm.book.glue("opt_reg", P.opt_reg, "{:g}")
+settled = next((t for t, o in enumerate(mn_overlap, start=1) if o >= 0.95), None)   # first t with O_t >= 0.95
+rfm.book.glue("mn_settled", "never within the run" if settled is None else f"from iteration {settled}")
+rfm.book.glue("mn_order", "before" if settled is None or mn_best < settled else "at or after")
+rfm.book.glue_many(mn_acc0=mn_acc[0], mn_acc_best=mn_acc.max(), mn_gain=mn_gain, mn_gap5=mn_gap5,
+                   mn_overlap1=mn_overlap[0], mn_overlap_late=min(mn_overlap[3:] or [float("nan")]), fmt="{:.3f}")
+print(f"MNIST, {mn_secs:.0f} s: validation accuracy per iteration {np.round(mn_acc, 3).tolist()}, best {mn_best}; "
+      f"overlap with the previous iteration {np.round(mn_overlap, 3).tolist()}")
+
+# %% mystnb={"figure": {"caption": "MNIST digits, RFM with Cholesky solves: validation accuracy per RFM iteration (left; iteration 0 is the fixed kernel) and the top-20 eigenspace overlap of K_{M_t}(S, S) with iteration t - 1 on a fixed subsample (right).", "name": "fig-eigenpro-dynamics-mnist"}}
+fig, (a1, a2) = plt.subplots(1, 2, figsize=(9, 3))
+a1.plot(range(len(mn_acc)), mn_acc, "o-", color="C2")
+a1.axvline(mn_best, color="0.6", ls=":")
+a1.set(xlabel="RFM iteration t", ylabel="validation accuracy")
+a2.plot(range(1, len(mn_acc)), mn_overlap, "o-")
+a2.set(xlabel="RFM iteration t", ylabel="overlap with iteration t - 1", ylim=(0, 1.02))
+fig.tight_layout()
+rfm.book.savefig(fig, "eigenpro_dynamics_mnist", output_dir=output_dir)
+plt.show()
+
+# %% [markdown]
+# On MNIST the iterations help: validation accuracy rises from {glue:text}`mn_acc0` with the fixed kernel to
+# {glue:text}`mn_acc_best` at iteration {glue:text}`mn_best` ({numref}`fig-eigenpro-dynamics-mnist`), and
+# stopping at iteration 5 gives up {glue:text}`mn_gap5` of it. The eigenspace moves most at the first update
+# (overlap {glue:text}`mn_overlap1`), reaches an overlap of 0.95 with its predecessor {glue:text}`mn_settled`, and
+# is at least {glue:text}`mn_overlap_late` from iteration 4 on. The best iteration comes {glue:text}`mn_order` the
+# eigenspace settles: what the checks assert is that the optimum is reached within the first five feature updates
+# and beats the fixed kernel; Gorlla's further link (the optimum *because* the eigenvectors settle) is shown, not
+# asserted.
 #
 # ## The fixed-kernel control, and a "test" set drawn from the training split
 #
@@ -464,19 +532,12 @@ plt.show()
 #   update (the control: iteration 1): {glue:text}`cal_overlap_settles`.
 # * `overlap_rises`: $O_5 - O_2$: the overlap is still rising over the first iterations:
 #   {glue:text}`cal_overlap_rises`.
-# * `resampled_overlap`: the overlap of the fixed kernel's top-20 eigenvectors on two independent subsamples (the
-#   resampling artefact): far below 1: {glue:text}`cal_resampled_overlap`.
-# * `best_val_iteration`: the iteration of best validation accuracy; the rule was raised from a first guess of ≤ 6
-#   that seed 1 met with no margin: {glue:text}`cal_best_val_iteration`. This
-#   claim is weak on digits: over the calibrated seeds the best iteration was 0 (the fixed kernel) in some seeds and
-#   up to 6 in others, because the validation accuracy barely moves with the iterations (a few of 360 images); it
-#   would not fail if RFM's accuracy were flat, which it nearly is here.
-# * `val_acc_gap_at_5`: the best validation accuracy minus that at iteration 5: stopping after five iterations loses
-#   little. The uncalibrated first guess, ≤ 0.01, failed at seed 3 and was raised after the calibration:
-#   {glue:text}`cal_val_acc_gap_at_5`.
-# * `epoch_ratio`: SGD's epochs to a training MSE of $10^{-2}$ over EigenPro's, same batch size; SGD that does not
-#   get there within `sgd_epochs` epochs counts as `sgd_epochs`, so the value is a lower bound (at every calibrated
-#   seed SGD did not get there): {glue:text}`cal_epoch_ratio`.
+# * The optimum, on MNIST (where the iterations help; the control is iteration 0, the fixed kernel):
+#   `mnist_gain_over_fixed_kernel`, the best validation accuracy minus iteration 0's, at least 0.002 (a sign with a
+#   margin of two validation images; to be set from the ten-seed spread); `mnist_best_iteration`, the best iteration
+#   is at least 1; `mnist_val_gap_at_5`, what stopping at iteration 5 gives up, as a share of the gain, at most one
+#   half. On the 8 x 8 digits the best iteration and the loss at iteration 5 are recorded, not checked: there the
+#   best iteration was 0 (the fixed kernel) at most calibrated seeds, and checks on it passed whatever RFM did.
 # * `ep2_vs_cholesky`: EigenPro 2's validation predictions against Cholesky's on the ridge system, EigenPro stopped
 #   at a relative residual of $10^{-2}$ (relative norm): {glue:text}`cal_ep2_vs_cholesky`.
 # * `ep2_vs_sgd_direct`: on the interpolation problem after `sgd_epochs` epochs, SGD's distance to the direct solve
@@ -486,17 +547,21 @@ plt.show()
 #   centres, one point at most: {glue:text}`cal_ep3_vs_least_squares`.
 # * `ep3_centres_gain`: EigenPro 3's accuracy with the most centres drawn from the data (400 in the smoke
 #   profile) minus that with the fewest (25): {glue:text}`cal_ep3_centres_gain`.
-# * `train_split_test_gap`: accuracy on a "test" set drawn from the training split minus held-out accuracy, same
-#   model: {glue:text}`cal_train_split_test_gap`.
 #
 # Sanity (by construction): the fixed kernel's eigenvectors on one subsample agree with themselves to rounding
 # (`fixed_subsample_gap` ≤ 1e-10), and EigenPro's preconditioner does not depend on the number of epochs
-# (`preconditioner_epochs` ≤ 0).
+# (`preconditioner_epochs` ≤ 0). `resampled_overlap` (the fixed kernel's top-20 eigenvectors on two independent
+# subsamples, {glue:text}`cal_resampled_overlap`) is low because the two matrices' rows index different images: it
+# shows the artefact in Gorlla's comparison, and is labelled sanity. `train_split_test_gap` (a training-split "test"
+# set scores at least the held-out accuracy, {glue:text}`cal_train_split_test_gap`) holds by construction for a
+# near-interpolating fit, here with a margin of one validation image at the worst seed. `epoch_ratio` (SGD's epochs
+# to a training MSE of $10^{-2}$ over EigenPro's, {glue:text}`cal_epoch_ratio`) is censored: SGD never got there
+# within `sgd_epochs` at any calibrated seed, so the value is the constant `sgd_epochs` over EigenPro's count; the
+# comparison that can lose is `ep2_vs_sgd_direct`.
 #
-# Two margins are under or near one validation image (1/360 = 0.0028): `ep3_vs_least_squares` keeps the planned
-# one-point rule and one seed came within {glue:text}`cal_ep3_vs_least_squares_margin` of it, and
-# `train_split_test_gap` keeps the natural rule ≥ 0 with one seed at a single image. Neither rule was moved to make
-# a seed pass. The checks hold for the smoke settings; the late-iteration ones need `iters` ≥ 5.
+# `ep3_vs_least_squares` keeps the planned one-point rule and one seed came within
+# {glue:text}`cal_ep3_vs_least_squares_margin` of it (one validation image is 1/360 = 0.0028). The checks hold for
+# the smoke settings; the late-iteration ones need `iters` ≥ 5.
 
 # %%
 checks = rfm.book.Checks("eigenpro_dynamics", P, seed=seed, device=dev, output_dir=output_dir)
@@ -505,15 +570,21 @@ checks.claim("overlap_late_min", float(late.min()), at_least=0.9,
              what="min over t >= 4 of the top-20 eigenspace overlap of K_{M_t}(S, S) with iteration t - 1")
 checks.claim("overlap_settles", float(late.min() - O.loc[1]), at_least=0.15,
              what="min_{t>=4} O_t - O_1 (the first feature update is the control)")
-checks.claim("resampled_overlap", resampled_overlap, at_most=0.2,
-             what="fixed kernel: top-20 overlap on two independent subsamples (Gorlla's resampling artefact)")
+checks.sanity("resampled_overlap", resampled_overlap, at_most=0.2,
+              what="fixed kernel: top-20 overlap on two independent subsamples (their rows index different images, "
+                   "so it is low by construction)")
 checks.claim("overlap_rises", float(O.get(5, float("nan")) - O.loc[2]), at_least=0.01,
              what="O_5 - O_2: the overlap still rises over the first iterations")
-checks.claim("best_val_iteration", best_t, at_most=7, what="RFM iteration of best validation accuracy")
-checks.claim("val_acc_gap_at_5", max(val_accs) - (val_accs[5] if len(val_accs) > 5 else float("nan")), at_most=0.025,
-             what="best validation accuracy over all iterations minus that at iteration 5")
-checks.claim("epoch_ratio", epoch_ratio, at_least=10,
-             what=f"SGD / EigenPro 2 epochs to training MSE {TARGET_MSE:g}, same batch size")
+checks.claim("mnist_gain_over_fixed_kernel", mn_gain, at_least=0.002,
+             what="MNIST: best validation accuracy over the RFM iterations minus iteration 0's (the fixed kernel)")
+checks.claim("mnist_best_iteration", mn_best, at_least=1,
+             what="MNIST: the iteration of best validation accuracy is after a feature update (not the fixed kernel)")
+checks.claim("mnist_val_gap_at_5", mn_gap5 / mn_gain if mn_gain > 0 else float("inf"), at_most=0.5,
+             what="MNIST: (best accuracy - accuracy at iteration 5) / (best - fixed kernel's): stopping at 5 keeps "
+                  "at least half the gain")
+checks.sanity("epoch_ratio", epoch_ratio, at_least=10,
+              what=f"SGD / EigenPro 2 epochs to training MSE {TARGET_MSE:g}, same batch size (a lower bound: SGD "
+                   f"that never gets there counts as {P.sgd_epochs} epochs)")
 checks.claim("ep2_vs_cholesky", rel_ep_ridge, at_most=5e-3,
              what="|f_EP2 - f_Cholesky| / |f_Cholesky| on validation, reg 1e-3, EigenPro stopped at residual 1e-2")
 checks.claim("ep2_vs_sgd_direct", rel_sgd_long / rel_ep_long, at_least=30,
@@ -522,8 +593,8 @@ checks.claim("ep3_vs_least_squares", float(ep3_gap), at_most=0.01,
              what=f"|EigenPro 3 - least squares on the same {p_tenth} centres| in validation accuracy")
 checks.claim("ep3_centres_gain", float(ep3_gain), at_least=0.04,
              what=f"EigenPro 3 accuracy with {p_most} centres (the most drawn from the data) minus with the fewest")
-checks.claim("train_split_test_gap", leak_acc - heldout_acc, at_least=0.0,
-             what="accuracy on a 'test' set drawn from the training split minus held-out accuracy")
+checks.sanity("train_split_test_gap", leak_acc - heldout_acc, at_least=0.0,
+              what="accuracy on a 'test' set drawn from the training split minus held-out accuracy (construction)")
 
 # %% [markdown]
 # The sanity checks, and the record of what else the run measured:
@@ -535,7 +606,9 @@ checks.sanity("preconditioner_epochs", same_setup, at_most=0.0,
               what="max |V(1 epoch) - V(10 epochs)|: the preconditioner does not depend on training")
 checks.record(overlap=dyn["overlap"].tolist(), overlap_resampled_per_iter=dyn["overlap_resampled"].tolist(),
               per_vector=dyn["per_vector"].tolist(), gorlla=gorlla, gorlla_aligned=gorlla_aligned,
-              dM=dyn["dM"].tolist(), val_acc=val_accs,
+              dM=dyn["dM"].tolist(), val_acc=val_accs, best_val_iteration=best_t,
+              val_acc_gap_at_5=max(val_accs) - (val_accs[5] if len(val_accs) > 5 else float("nan")),
+              mnist_val_acc=mn_acc.tolist(), mnist_overlap=mn_overlap, mnist_seconds=mn_secs,
               sgd_vs_direct=rel_sgd_long, ep2_vs_direct=rel_ep_long, ep2_vs_direct_gorlla_epochs=rel_ep10, ep_hit=ep_hit, sgd_hit=sgd_hit,
               ep_q=st.q, ep_bs=st.bs, solves=solve_table.to_dict(orient="records"),
               ep3=ep3.reset_index().to_dict(orient="records"), leak_acc=leak_acc, heldout_acc=heldout_acc,
@@ -548,7 +621,7 @@ checks.finish();
 # the committed full-profile run (results/eigenpro_dynamics/full.json), for the text below
 full = rfm.book.glue_full_run("eigenpro_dynamics", {
     "full_overlap": lambda f: f"{f['checks']['overlap_late_min']['value']:.3f}",
-    "full_best": lambda f: f"{f['checks']['best_val_iteration']['value']:.0f}",
+    "full_best": lambda f: f"{f['measured']['best_val_iteration']:.0f}",
 })
 
 # %% [markdown]
@@ -558,10 +631,13 @@ full = rfm.book.glue_full_run("eigenpro_dynamics", {
 #   $K_{M_t}(S, S)$ move most at the first feature update and little from iteration 4 on, while $M$ itself settles
 #   ({numref}`fig-eigenpro-dynamics-overlap`). This is Gorlla's claim, measured on a fixed subsample and on held-out
 #   data.
-# * **Not reproduced here: the link to RFM's optimum.** On digits the validation accuracy barely changes with the RFM
-#   iterations (a few of 360 images): over the calibrated seeds the best iteration ranged from 0, the fixed kernel,
-#   to 6, and stopping at iteration 5 cost at most about one and a half points (the Checks). The eigenvectors settle
-#   whether or not the iterations help, so on this data their settling says nothing about when RFM is best.
+# * **The link to RFM's optimum, on MNIST.** On the 8 x 8 digits the validation accuracy barely changes with the
+#   RFM iterations (a few of 360 images; the best iteration was 0, the fixed kernel, at most calibrated seeds), so
+#   there the settling says nothing about when RFM is best. On {glue:text}`opt_n` MNIST digits the iterations help
+#   (validation accuracy {glue:text}`mn_acc0` at iteration 0, {glue:text}`mn_acc_best` at the best iteration,
+#   {glue:text}`mn_best`, which comes {glue:text}`mn_order` the eigenspace settles), and stopping at iteration 5
+#   keeps most of the gain; those solves are Cholesky with a small ridge and the square-root AGOP, not EigenPro
+#   with the AGOP.
 # * **Reproduced.** EigenPro 2 gives the kernel ridge regression solution (to {glue:text}`rel_ep_ridge` of
 #   Cholesky's predictions here) with analytic batch and step sizes, and reaches a given training error in many
 #   times fewer epochs than SGD at the same batch size. On the ridge-free interpolation problem it is within

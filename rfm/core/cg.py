@@ -10,6 +10,8 @@ Solves (K + reg I) alpha = Y for all columns of Y at once (one kernel pass serve
 * :class:`NystromPreconditioner` -- P = F F^T + reg I, applied in the orthonormal form
   P^{-1} v = v / reg + U ((S^2 + reg)^{-1} - 1/reg) U^T v with F = U S V^T (thin SVD in float64): the Woodbury form
   (v - F (reg I + F^T F)^{-1} F^T v) / reg diverges in float32;
+* :func:`lanczos_condition` -- the condition number of K + reg I estimated by Lanczos (what CG's iteration count
+  depends on);
 * :func:`pcg` -- block-diagonal PCG (each column its own step sizes, one matmul for all), stopping on the *true*
   relative residual ``|Y - (K + reg I) alpha|_F / |Y|_F``, with mixed-precision iterative refinement: K's products
   in the working dtype, the true residual with float64 accumulation.
@@ -242,6 +244,70 @@ class NystromPreconditioner:
     def apply(self, R: torch.Tensor) -> torch.Tensor:
         R64 = R.to(torch.float64)
         return (R64 / self.reg + self.U @ (self.coef[:, None] * (self.U.T @ R64))).to(R.dtype)
+
+
+class ConditionEstimate(NamedTuple):
+    """Extreme Ritz values of a symmetric positive definite operator after ``steps`` Lanczos steps, and their
+    ratio: ``lam_max`` converges first (from below); ``lam_min`` approaches the smallest eigenvalue from above, so
+    ``cond`` is a lower bound on the true condition number (exact once ``steps`` reaches the operator's size)."""
+
+    lam_min: float
+    lam_max: float
+    cond: float
+    steps: int
+
+
+def lanczos_condition(op, reg: float = 0.0, *, steps: int = 80, generator=0) -> ConditionEstimate:
+    """Estimate the condition number of ``A + reg I`` by the Lanczos method (Golub & Van Loan, *Matrix
+    Computations*, section 10.1), with full reorthogonalisation in float64.
+
+    Parameters
+    ----------
+    op : KernelOperator or torch.Tensor
+        The symmetric PSD operator A (n, n): a :class:`KernelOperator` (its products in the working dtype, as CG
+        makes them) or a dense tensor.
+    reg : float, default 0.0
+        Ridge added to the diagonal.
+    steps : int, default 80
+        Lanczos steps (products with A); capped at n.
+    generator : int or torch.Generator, default 0
+        Seed of the random start vector.
+
+    Returns
+    -------
+    ConditionEstimate
+        ``lam_min`` and ``lam_max``, the smallest and largest Ritz values of the tridiagonal matrix T_k, and
+        ``cond = lam_max / lam_min``: a lower bound on ``cond(A + reg I)`` that tightens with ``steps``.
+    """
+    check_number("reg", reg, low=0)
+    check_number("steps", steps, low=1, integer=True)
+    n = op.shape[0]
+    steps = min(int(steps), n)
+    dense = isinstance(op, torch.Tensor)
+    device, work = (op.device, op.dtype) if dense else (op.Xt.device, op.Xt.dtype)
+    q = torch.randn(n, 1, generator=make_generator(generator), dtype=torch.float64).to(device)
+    Q = torch.empty(n, steps, dtype=torch.float64, device=device)
+    alphas, betas = [], []
+    q = q / q.norm()
+    for j in range(steps):
+        Q[:, j:j + 1] = q
+        w = op.matmul(q.to(work)).to(torch.float64) + reg * q
+        alphas.append(float((q * w).sum()))
+        w = w - Q[:, :j + 1] @ (Q[:, :j + 1].T @ w)  # full reorthogonalisation, twice ("twice is enough")
+        w = w - Q[:, :j + 1] @ (Q[:, :j + 1].T @ w)
+        beta = float(w.norm())
+        if j == steps - 1 or beta <= 1e-12 * max(abs(a) for a in alphas):
+            break  # an invariant subspace was found: its Ritz values are exact
+        betas.append(beta)
+        q = w / beta
+    k = len(alphas)
+    T = torch.diag(torch.tensor(alphas, dtype=torch.float64))
+    if k > 1:
+        off = torch.tensor(betas[:k - 1], dtype=torch.float64)
+        T += torch.diag(off, 1) + torch.diag(off, -1)
+    ritz = torch.linalg.eigvalsh(T)
+    lo, hi = float(ritz[0]), float(ritz[-1])
+    return ConditionEstimate(lo, hi, hi / lo if lo > 0 else math.inf, k)
 
 
 class CGInfo(NamedTuple):

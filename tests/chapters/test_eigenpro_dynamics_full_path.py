@@ -2,7 +2,8 @@
 than training images, made of shifted training images) runs and states its Checks, at a tiny size.
 
 The paper-scale run (4,000 training digits, |S| = 2,000, up to 10^4 centres) does not fit this machine's CPU budget;
-this test runs the same code with 400 training digits, 2 RFM iterations and 800 centres. The checks are recorded
+this test runs the same code with 400 training digits, 2 RFM iterations and 800 centres (and 400 MNIST digits in the
+section on RFM's optimum). The checks are recorded
 (``RFM_BOOK_CHECKS=record``), not passed: the late-iteration checks need ``iters >= 5``.
 """
 from __future__ import annotations
@@ -22,7 +23,7 @@ CHAPTER = ROOT / "notebooks" / "eigenpro_dynamics.py"
 @pytest.mark.slow
 def test_full_profile_path_runs_at_a_tiny_size(tmp_path):
     params = {"profile": "full", "n_train": "400", "centres": "[40, 400, 800]", "iters": "2", "subsample": "200",
-              "ep_epochs": "3"}
+              "ep_epochs": "3", "opt_n": "400"}
     cmd = [sys.executable, str(ROOT / "scripts" / "rerun.py"), str(CHAPTER), "--out", str(tmp_path / "out")]
     for k, v in params.items():
         cmd += ["-p", k, v]

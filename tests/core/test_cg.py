@@ -6,7 +6,7 @@ import torch
 
 import rfm
 from rfm.core.auto import AutoSolver
-from rfm.core.cg import CGSolver, KernelOperator, NystromPreconditioner, pcg, rpcholesky
+from rfm.core.cg import CGSolver, KernelOperator, NystromPreconditioner, lanczos_condition, pcg, rpcholesky
 from rfm.core.coincident import find_pairs
 
 
@@ -186,3 +186,34 @@ def test_bad_input_to_the_cg_pieces_is_named():
         CGSolver(tol=0)
     with pytest.raises(ValueError, match="crossover must be >= 0"):
         AutoSolver(crossover=-1)
+
+
+def test_lanczos_condition_matches_numpy_cond_on_a_small_spd_matrix():
+    g = np.random.default_rng(0)
+    Q, _ = np.linalg.qr(g.standard_normal((60, 60)))
+    evals = np.geomspace(1e-3, 1e2, 60)
+    A = (Q * evals) @ Q.T
+    est = lanczos_condition(torch.tensor(A), steps=60)
+    assert est.cond == pytest.approx(np.linalg.cond(A), rel=1e-6)
+    # with a ridge: the condition number of A + reg I
+    est = lanczos_condition(torch.tensor(A), reg=0.5, steps=60)
+    assert est.cond == pytest.approx(np.linalg.cond(A + 0.5 * np.eye(60)), rel=1e-8)
+
+
+def test_lanczos_condition_with_few_steps_is_a_lower_bound_with_an_accurate_top():
+    g = np.random.default_rng(1)
+    Q, _ = np.linalg.qr(g.standard_normal((300, 300)))
+    evals = np.geomspace(1e-4, 1.0, 300)
+    A = torch.tensor((Q * evals) @ Q.T)
+    est = lanczos_condition(A, steps=30)
+    assert est.steps == 30
+    assert est.lam_max == pytest.approx(1.0, rel=1e-3)
+    assert est.lam_min >= 1e-4 * (1 - 1e-9) and est.cond <= 1e4 * (1 + 1e-9)
+
+
+def test_lanczos_condition_of_a_kernel_operator_matches_the_dense_kernel():
+    X = torch.randn(80, 5, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    op = KernelOperator(rfm.LaplaceKernel(2.0), X, store=False)
+    K = rfm.kernel_matrix(rfm.LaplaceKernel(2.0), X).numpy()
+    est = lanczos_condition(op, reg=1e-3, steps=80)
+    assert est.cond == pytest.approx(np.linalg.cond(K + 1e-3 * np.eye(80)), rel=1e-6)
