@@ -914,22 +914,26 @@ rfm.book.glue("agree_pixvar_verdict", (f"in {len(agree_beats_pixvar)} of the 4 t
 # %% [markdown]
 # ## Checks
 #
-# Each claim below is a difference between the model and a control measured in the same run, which the claim says
-# must lose: RFM's iteration 0 (the plain Laplace kernel; $M = I$ puts each region's pixel share on it), RFM on
-# shuffled labels, a centred AGOP, the network when it first fits its training set or at its initialisation, all or
-# random pixels, replacing the other half, models trained with the marker independent of the label, and the fixed
-# kernel, and for the agreement of the two feature diagonals, a map of each pixel's variance over the training
-# images (a control that wins if the two models agree only on where the images vary). Two checks are sanity checks
-# and reproduce nothing: RFM interpolates its training set (by construction with a ridge of $10^{-3}$), and the
-# grokking network fits its training set (the precondition for calling its later rise grokking). The comparisons
-# with the pixel-variance map are stated as a sign (above 0) until their ten-seed calibration sets a margin. The thresholds sit beyond the worst of seeds 0-9 of the smoke profile (the table reads
+# Each claim below is a difference between the model and a control measured in the same run, which the claim says must
+# lose: RFM's iteration 0 (the plain Laplace kernel; $M = I$ puts each region's pixel share on it), RFM on shuffled
+# labels, a centred AGOP, the network when it first fits its training set or at its initialisation, all or random
+# pixels, replacing the other half, models trained with the marker independent of the label, and the fixed kernel, and
+# for the agreement of the two feature diagonals, a map of each pixel's variance over the training images (a control
+# that wins if the two models agree only on where the images vary). Two checks are sanity checks and reproduce
+# nothing: RFM interpolates its training set (by construction with a ridge of $10^{-3}$), and the grokking network
+# fits its training set (the precondition for calling its later rise grokking). The comparisons with the
+# pixel-variance map are stated as a sign (above 0) until their ten-seed calibration sets a margin (grokking:
+# {glue:text}`cal_agreement_grokking_vs_pixel_variance`; lottery: {glue:text}`cal_agreement_lottery_vs_pixel_variance`;
+# simplicity: {glue:text}`cal_agreement_simplicity_vs_pixel_variance`; spurious:
+# {glue:text}`cal_agreement_spurious_vs_pixel_variance`). The thresholds sit
+# beyond the worst of seeds 0-9 of the smoke profile (the table reads
 # `results/calibration/deep_learning_phenomena.json`) with a stated margin: each "at least" threshold keeps about
 # **half** of the worst seed's distance from the control (for the lottery ticket, half of the smallest gain of RFM's
 # pixels over all pixels; for the ratio of the square's share to its pixel share, at most half of the worst seed's
-# excess over 1). The two sanity checks, training accuracies of 1, have no margin by nature. The "still flat" check allows a rise of 0.1 at
-# iteration 1. The table gives each check's worst seed and its room. With `paper_data=True` the same checks run
-# with the same rules; they were calibrated on the MNIST substitutes only, and the checks at the middle square
-# amplitude apply only when the run has more than one (the paper's setup has one).
+# excess over 1). The two sanity checks, training accuracies of 1, have no margin by nature. The "still flat" check
+# allows a rise of 0.1 at iteration 1. The table gives each check's worst seed and its room. With `paper_data=True`
+# the same checks run with the same rules; they were calibrated on the MNIST substitutes only, and the checks at the
+# middle square amplitude apply only when the run has more than one (the paper's setup has one).
 
 # %%
 total_seconds = time.perf_counter() - start
@@ -940,6 +944,8 @@ rfm.book.glue_many(fmt="{:d}", dlp_machine=rfm.book.device_name(dev), dlp_width=
 
 # %%
 checks = rfm.book.Checks("deep_learning_phenomena", P, seed=seed, device=dev, output_dir=output_dir)
+# rule, worst calibrated seed and margin of the checks against the pixel-variance map, for the text
+rfm.book.glue_calibration("deep_learning_phenomena", [f"agreement_{k}_vs_pixel_variance" for k in AGREE])
 # thresholds of the checks stated in a loop (about half the worst calibrated seed's distance from its control)
 EASY_DROP, HARD_ONLY = dict(rfm=0.39, mlp=0.31), dict(rfm=0.3, mlp=0.26)
 SHIFT, REVERSAL = dict(rfm=0.05, mlp=0.04), dict(rfm=0.07, mlp=0.05)
@@ -1086,9 +1092,9 @@ if full:
                             for k in AGREE if f"agreement_{k}_pixvar" in fm)
     dlp_full_text = (
         f"ran once on {full['device']} ({full.get('seconds', 0) / 60:.1f} min, commit {full['commit']}) with "
-        f"{full['settings']['width']} hidden units per layer, mini-batches of {full['settings']['batch_size']} and "
-        f"{full['settings']['mlp_epochs']} epochs, {full['settings']['grok_epochs']} grokking epochs and "
-        f"{sum(full['settings']['grok_counts'])} grokking images, on the MNIST substitutes. There RFM's grokking "
+        f"{full['params']['width']} hidden units per layer, mini-batches of {full['params']['batch_size']} and "
+        f"{full['params']['mlp_epochs']} epochs, {full['params']['grok_epochs']} grokking epochs and "
+        f"{sum(full['params']['grok_counts'])} grokking images, on the MNIST substitutes. There RFM's grokking "
         f"test accuracy goes from {fm['grok_rfm_test_acc_iter0']:.2f} to {fm['grok_rfm_test_acc_final']:.2f} with "
         f"the diagonal $M$ and ends at {fm['grok_fullM_test_acc']:.2f} with the full $M$; the network goes from "
         f"{fm['grok_mlp_test_acc_at_fit']:.2f} when it first fits to {fm['grok_mlp_test_acc_final']:.2f}; the "
@@ -1116,12 +1122,12 @@ rfm.book.glue("dlp_full_text", dlp_full_text)
 #   in this run ({glue:text}`grok_cal_fullM` in the committed calibration), against {glue:text}`grok_rfm_acc_final`
 #   for the diagonal $M$ ({glue:text}`grok_cal_diagM`): the grokking we reproduce is that of a diagonal RFM, one
 #   weight per pixel, not of the RFM the paper runs.
-# * **Agreement of the two models beyond the pixel support.** Against a map of each pixel's variance over the
-#   training images, a control that knows where the images vary but not the label, the trained network agrees with
-#   RFM better {glue:text}`agree_pixvar_verdict` (numbers in the agreement section); the checks
-#   `agreement_*_vs_pixel_variance` record it. The lead is smallest on the {glue:text}`agree_closest` task
-#   ({glue:text}`agree_closest_trained` against {glue:text}`agree_closest_pixvar` for the pixel-variance map). Beating the untrained network alone would not show that the two
-#   models share features rather than the pixel support.
+# * **Agreement of the two models beyond the pixel support.** Against a map of each pixel's variance over the training
+#   images, a control that knows where the images vary but not the label, the trained network agrees with RFM better
+#   {glue:text}`agree_pixvar_verdict` (numbers in the agreement section); the checks `agreement_*_vs_pixel_variance`
+#   record it. The lead is smallest on the {glue:text}`agree_closest` task ({glue:text}`agree_closest_trained` against
+#   {glue:text}`agree_closest_pixvar` for the pixel-variance map). Beating the untrained network alone would not show
+#   that the two models share features rather than the pixel support.
 # * **Paper scale.** The full profile {glue:text}`dlp_full_text`
 # * **Where we depart from the paper**: see {ref}`dlp-departures`. The largest departures are the data (planted
 #   signals in MNIST instead of STL-10, CelebA and CIFAR-10), the diagonal $M$, the weight decay of the grokking
