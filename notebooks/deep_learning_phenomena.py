@@ -880,7 +880,7 @@ rfm.book.glue("agree_pixvar_verdict", (f"in {len(agree_beats_pixvar)} of the 4 t
 # in this run the trained network agrees with RFM more than the pixel variance does {glue:text}`agree_pixvar_verdict`.
 # The lead is smallest on the {glue:text}`agree_closest` task, where the pixel-variance map alone correlates with
 # $\mathrm{diag}(M)$ at {glue:text}`agree_closest_pixvar` against {glue:text}`agree_closest_trained` for the trained
-# network: there most of the agreement is where the images vary, not what the label needs.
+# network: there the agreement owes the most to where the images vary.
 # The agreement is closest where one planted region dominates both maps (the square), and looser where the weight
 # is spread over the digit strokes, which the two models weight in somewhat different proportions.
 
