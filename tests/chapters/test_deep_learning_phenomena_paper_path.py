@@ -48,7 +48,9 @@ def test_paper_data_path_runs_and_states_the_checks(tmp_path):
                 "spurious_mlp_shift_vs_control", "spurious_rfm_reversal_cost",
                 "spurious_mlp_reversal_cost", "spurious_laplace_less_fooled", "spurious_found_overlap_gain",
                 "agreement_grokking_vs_init", "agreement_lottery_vs_init", "agreement_simplicity_vs_init",
-                "agreement_spurious_vs_init"}
+                "agreement_spurious_vs_init", "agreement_grokking_vs_pixel_variance",
+                "agreement_lottery_vs_pixel_variance", "agreement_simplicity_vs_pixel_variance",
+                "agreement_spurious_vs_pixel_variance"}
     assert set(checks) == expected
     assert all(c["rule"] and isinstance(c["passed"], bool) for c in checks.values())
     assert record["measured"]["grok_faint"].startswith("not applicable")
