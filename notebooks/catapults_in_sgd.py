@@ -28,7 +28,7 @@
 #
 # This chapter tests the four claims on the two-layer ReLU network of the previous chapter, on a synthetic
 # regression task whose true AGOP is known, with full-batch GD, GD whose learning rate is raised in stages, and
-# mini-batch SGD. The smoke profile takes about two minutes on a 2-core CPU.
+# mini-batch SGD. The smoke profile takes a few minutes on a 2-core CPU.
 #
 # **What we read.** The abstract (arXiv 2306.04815 and the ICML 2024 poster page) and the public reviews of an
 # earlier submission of the paper (ICLR 2024, OpenReview): one reviewer says that the paper uses only the squared
@@ -49,7 +49,7 @@ if "google.colab" in sys.modules:
                     f"agop-rfm @ git+https://github.com/rfm-book/rfm-book@{RFM_REF}"], check=True)
 
 # %% tags=["parameters"]
-profile: "str" = "smoke"            # "smoke": about two minutes on a 2-core CPU; "full": wider, higher-dimensional
+profile: "str" = "smoke"            # "smoke": a few minutes on a 2-core CPU; "full": wider, higher-dimensional
 seed: "int" = 0                     # the data, the initialisation and the SGD batches
 device: "Optional[str]" = None      # None: CUDA when present, else CPU
 output_dir: "Optional[str]" = None  # set by scripts/rerun.py: figures and measured values are written there
@@ -69,24 +69,26 @@ import rfm
 import rfm.book
 from rfm.nets import catapults as cat
 from rfm.nets import dynamics as dyn
-from rfm.nets.curves import largest_spike
+from rfm.nets.curves import largest_spike, spike_intervals
 
 start = time.perf_counter()
 P = rfm.book.settings(
     profile,
     smoke=dict(width=1024, d=20, n=256, n_test=2000, target="x1x2", target_kwargs={}, gd_steps=600,
                c_low=0.5, c_high=1.5, spike_window=40, top_k=[1, 2, 5], stages=3, stage_steps=150,
-               c_first=0.5, c_raise=1.5, sgd_c=0.9, batches=[256, 32, 8], epochs=[300, 60, 20], mean_seeds=3),
+               c_first=0.5, c_raise=1.5, sgd_c=0.9, batches=[256, 32, 8], sgd_steps=640, sharp_drop=0.05,
+               mean_seeds=3),
     full=dict(width=4096, d=100, n=1024, n_test=4000, target="chain", target_kwargs={"r": 3}, gd_steps=1000,
               c_low=0.5, c_high=1.5, spike_window=60, top_k=[1, 2, 5], stages=3, stage_steps=300,
-              c_first=0.5, c_raise=1.5, sgd_c=0.9, batches=[1024, 128, 32, 8], epochs=[600, 150, 60, 20],
-              mean_seeds=5),
+              c_first=0.5, c_raise=1.5, sgd_c=0.9, batches=[1024, 128, 32, 8], sgd_steps=2560,
+              sharp_drop=0.05, mean_seeds=5),
     width=width, n=n, mean_seeds=mean_seeds)
 dev = rfm.get_device(device)
 torch.set_num_threads(1)   # small matrices: one thread is fastest on a shared CPU
-# the first batch is always the whole training set (full-batch GD, the no-noise control), also when n is changed
-pairs = [(P.n, P.epochs[0])] + [(b, e) for b, e in zip(P.batches[1:], P.epochs[1:]) if b < P.n]
-P.batches, P.epochs = [b for b, _ in pairs], [e for _, e in pairs]
+# the first batch is always the whole training set (full-batch GD, the no-noise control), also when n is changed;
+# every batch size takes the same number of steps (sgd_steps), so that a smaller batch does not also train longer
+P.batches = [P.n] + [b for b in P.batches[1:] if b < P.n]
+P.epochs = [math.ceil(P.sgd_steps * b / P.n) for b in P.batches]
 print(f"profile={P.profile}: m={P.width}, d={P.d}, n={P.n}, target {P.target}; device={rfm.book.device_name(dev)}")
 
 # %% [markdown]
@@ -307,25 +309,47 @@ plt.show()
 # sharpness $\lambda_{\max}(K_B)/|B|$ fluctuates from batch to batch: at initialisation, the share of random
 # batches whose sharpness is above $2/\eta$ is {glue:text}`batch_above_edge` for batch sizes
 # {glue:text}`batches` (200 random batches each). A step on such a batch is above *its* stability edge and can
-# catapult. We count spikes of the full-batch training loss,
-# recorded after every step, with the same rule. Batch sizes {glue:text}`batches` for {glue:text}`epochs` epochs
-# ({glue:text}`sgd_steps` steps). At seed {glue:text}`seed`: spikes {glue:text}`sgd_spikes`, test loss
-# {glue:text}`sgd_tests`, alignment {glue:text}`sgd_aligns`. Averaged over the {glue:text}`n_mean` seeds
+# catapult. We count spikes of the full-batch training loss, recorded after every step, with the same rule. Batch
+# sizes {glue:text}`batches`, **every one for the same {glue:text}`sgd_steps` steps** ({glue:text}`epochs` epochs):
+# a smaller batch must not also train longer, since full-batch GD keeps improving its test loss and alignment with
+# more steps (an earlier version of this chapter gave the smaller batches more steps, and its batch-size effect was
+# of the size that the extra steps alone give). At seed {glue:text}`seed`: spikes {glue:text}`sgd_spikes`, test
+# loss {glue:text}`sgd_tests`, alignment {glue:text}`sgd_aligns`. Averaged over the {glue:text}`n_mean` seeds
 # {glue:text}`mean_seed_list` (the batches, the data and the initialisation all change): spikes
 # {glue:text}`sgd_spikes_mean`, test loss {glue:text}`sgd_tests_mean`, alignment {glue:text}`sgd_aligns_mean`
-# ({numref}`fig-catapults-in-sgd-batch`).
+# ({numref}`fig-catapults-in-sgd-batch`). At the same number of steps the middle batch sizes gain little over
+# full-batch GD (mean over the seeds: {glue:text}`sgd_mid_gap`); the smallest batch gains clearly.
+#
+# **Are the spikes catapults?** A catapult lowers the sharpness; many SGD spikes are one- or two-step excursions of
+# the noise. For the seed's own mini-batch runs we record the full-batch sharpness after every step and call a
+# spike a catapult only if the sharpness at its end is at least {glue:text}`sharp_drop_pct`% below its value at
+# its start. Of the {glue:text}`sgd_spikes_small` spikes of batches {glue:text}`small_batches`,
+# {glue:text}`sgd_catapults` pass this test. The count of spikes grows as the batch shrinks, but the count of
+# catapults hardly does: "smaller batches give more catapults" is **not** reproduced with this definition. The
+# sharpness at the end of the run is {glue:text}`sgd_sharp_end` times $\lambda_0$ for batches
+# {glue:text}`small_batches`: where it falls, it falls gradually, not in the counted spikes.
 
 # %%
+def catapults(loss, lams):
+    """The spikes of the loss across which the full-batch sharpness falls by at least the fraction sharp_drop."""
+    return [(a, e) for a, e in spike_intervals(loss) if lams[e] <= (1 - P.sharp_drop) * lams[a]]
+
+
 def sgd_sweep(s):
     Xs, ys, Xts, yts, Us, vs = (X, y, X_test, y_test, U0, v0) if s == seed else make_task(s)
     lam = lam0 if s == seed else dyn.sharpness(dyn.two_layer_ntk("network", Us, vs, Us, vs, Xs))
     out = {}
     for b, ep in zip(P.batches, P.epochs):
+        track = s == seed and b < P.n   # the sharpness after every step, for the seed's own mini-batch runs
         r = cat.two_layer_sgd(Xs, ys, Us, vs, lr=dyn.lr_for_sharpness(P.sgd_c, lam), batch_size=b, epochs=ep,
-                              generator=50_000 + s, X_test=Xts, y_test=yts)
+                              max_steps=P.sgd_steps, generator=50_000 + s, X_test=Xts, y_test=yts,
+                              kernel_every=1 if track else 0)
         out[b] = {"loss": r["loss"], "spikes": dyn.count_spikes(r["loss"]), "diverged": r["diverged"],
                   "test": r["test"] if r["test"] is not None else float("nan"),
                   "alignment": alignment(r["U"], r["v"], Xts) if not r["diverged"] else float("nan")}
+        if track:
+            lams = [lam_t for _, lam_t in r["sharpness"]]
+            out[b].update(catapults=len(catapults(r["loss"], lams)), sharpness_end=lams[-1] / lam)
     return out
 
 
@@ -346,6 +370,10 @@ for b in P.batches:
     print(f"batch {b:4d}: seed {seed}: spikes {sw[b]['spikes']:3d}, test {sw[b]['test']:.4f}, alignment "
           f"{sw[b]['alignment']:.4f} | mean over {len(seeds_mean)} seeds: spikes {mean['spikes'][b]:.1f}, "
           f"test {mean['test'][b]:.4f}, alignment {mean['alignment'][b]:.4f}")
+small_batches = [b for b in P.batches if b < P.n]
+print("seed", seed, "spikes with a sharpness drop of at least", P.sharp_drop, {b: sw[b]["catapults"] for b in small_batches},
+      "of", {b: sw[b]["spikes"] for b in small_batches}, "; final sharpness / lambda_0",
+      {b: round(sw[b]["sharpness_end"], 3) for b in small_batches})
 print(f"SGD sweeps: {sgd_secs:.0f} s")
 
 
@@ -354,15 +382,26 @@ def listed(values, fmt="{}"):
     return ", ".join(fmt.format(x) for x in values)
 
 
-rfm.book.glue_many(dict(sgd_c=P.sgd_c, seed=seed, n_mean=len(seeds_mean)), "{}")
+def log_ratio(a, b):
+    return math.log10(max(a, 1e-300) / max(b, 1e-300))
+
+
+rfm.book.glue_many(dict(sgd_c=P.sgd_c, seed=seed, n_mean=len(seeds_mean), sharp_drop_pct=round(100 * P.sharp_drop)),
+                   "{}")
 rfm.book.glue_many(
     batches=listed(P.batches), epochs=listed(P.epochs), mean_seed_list=listed(seeds_mean),
-    sgd_steps=listed(len(sw[b]["loss"]) - 1 for b in P.batches), sgd_spikes=listed(sw[b]["spikes"] for b in P.batches),
+    sgd_steps=f"{P.sgd_steps:,}", sgd_spikes=listed(sw[b]["spikes"] for b in P.batches),
+    small_batches=listed(small_batches), sgd_catapults=listed(sw[b]["catapults"] for b in small_batches),
+    sgd_spikes_small=listed(sw[b]["spikes"] for b in small_batches),
+    sgd_sharp_end=listed((sw[b]["sharpness_end"] for b in small_batches), "{:.2f}"),
     sgd_tests=listed((sw[b]["test"] for b in P.batches), "{:.3f}"),
     sgd_aligns=listed((sw[b]["alignment"] for b in P.batches), "{:.3f}"),
     sgd_spikes_mean=listed((mean["spikes"][b] for b in P.batches), "{:.1f}"),
     sgd_tests_mean=listed((mean["test"][b] for b in P.batches), "{:.3f}"),
-    sgd_aligns_mean=listed((mean["alignment"][b] for b in P.batches), "{:.4f}"));
+    sgd_aligns_mean=listed((mean["alignment"][b] for b in P.batches), "{:.4f}"),
+    sgd_mid_gap="; ".join(f"batch {b}: {log_ratio(mean['test'][P.n], mean['test'][b]):+.4f} in log10 test loss, "
+                          f"{mean['alignment'][b] - mean['alignment'][P.n]:+.4f} in alignment"
+                          for b in small_batches[:-1]) or "(no middle batch size at these settings)");
 
 # %% mystnb={"figure": {"caption": "SGD with one learning rate (c = 0.9 of the full-batch edge) at several batch sizes. Left: full-batch training loss after every step, seed of the chapter. Right: spikes, test loss and AGOP alignment against the batch size, mean over the seeds of section 4 (thin lines: each seed).", "name": "fig-catapults-in-sgd-batch"}}
 fig, axes = plt.subplots(1, 4, figsize=(14, 3.2))
@@ -415,8 +454,9 @@ rfm.book.glue_many(dict(sgd_share_pre=sgd_share["pre"][k_big], sgd_share_peak=sg
 #
 # Every claim is compared with a control from the same run:
 #
-# * `gd_spike`: $\log_{10}$ (peak / initial training loss) at $c$ = 1.5 minus the same at $c$ = 0.5 (the
-#   no-catapult control, where the peak is the initial loss).
+# * sanity `gd_spike`: $\log_{10}$ (peak / initial training loss) at $c$ = 1.5 minus the same at $c$ = 0.5. It
+#   holds by construction: $\eta = 1.5 \cdot 2/\lambda_0$ puts the run above its stability edge, where the loss
+#   must first grow. The claim is what follows the spike (the next three checks).
 # * `gd_sharpness_end`: the sharpness at the end of the $c$ = 1.5 run over $2/\eta$; at iteration 0 (the
 #   control) it is 1.5 by construction, and a catapult must bring it below 1.
 # * `spike_top_eigenspace`: the share of the residual in the top-5 eigendirections of the current tangent kernel
@@ -429,25 +469,26 @@ rfm.book.glue_many(dict(sgd_share_pre=sgd_share["pre"][k_big], sgd_share_peak=sg
 #   of the test loss, from one stage to the next of multi-stage GD (each adds one catapult).
 # * `stages_vs_gd_alignment`, `stages_vs_gd_test`: the same between the last stage and the no-catapult GD run
 #   at $c$ = 0.5, which trained longer ({glue:text}`gd_steps` against {glue:text}`ms_total` steps).
-# * `stage_catapults`: the number of stages after the first without a spike (each raise must catapult).
-# * `sgd_spike_order`: the smallest difference of spike counts between consecutive batch sizes, larger batch
-#   minus smaller (each smaller batch must have more spikes; full-batch GD is the control).
+# * sanity `stage_catapults`: the number of stages after the first without a spike; each stage sets
+#   $\eta = 1.5 \cdot 2/\lambda$ above the current edge, so each spikes by construction.
 # * `sgd_alignment_smallest`, `sgd_test_smallest`: the alignment of the smallest batch minus that of full-batch GD,
-#   and $\log_{10}$ of the full-batch test loss over the smallest batch's, at seed {glue:text}`seed`.
-# * `sgd_alignment_mean`, `sgd_test_mean`: the same for *every* batch smaller than $n$, on the mean over the
-#   seeds of section 4: the smallest gap between any smaller batch and full-batch GD.
+#   and $\log_{10}$ of the full-batch test loss over the smallest batch's, at seed {glue:text}`seed`, both trained
+#   for the same number of steps.
+# * `sgd_alignment_mean_smallest`, `sgd_test_mean_smallest`: the same on the mean over the seeds of section 4.
+#   (The earlier checks over *every* batch smaller than $n$ are gone: at the same number of steps the middle batch
+#   size does not separate from full-batch GD, section 4.)
+# * Recorded, not checked: the order of the spike counts over batch sizes (it counts SGD noise as well as
+#   catapults) and the order of the catapult counts (spikes with a sharpness drop), which does not hold (section 4).
 #
 # The rules are calibrated at the smoke profile's defaults (m = 1,024, n = 256, the means over three seeds); at
-# other values of `width`, `n` or `mean_seeds` they have not been calibrated.
+# other values of `width`, `n` or `mean_seeds` they have not been calibrated. The four SGD rules were set for the
+# run with equal step counts before its ten-seed calibration, at about half of seed 0's values; the calibration
+# table below shows where the seeds fall.
 #
 # Thresholds: each sits below the worst of the ten calibration seeds (0-9, committed table below) with a margin of
 # about a third of that worst value, rounded down; the list of rules, worst seeds and margins is under the table.
 
 # %%
-def log_ratio(a, b):
-    return math.log10(max(a, 1e-300) / max(b, 1e-300))
-
-
 def peak_ratio(r):
     return max(r["loss"]) / r["loss"][0]
 
@@ -456,12 +497,13 @@ n_stages = len(ms["test"])
 stage_align_gain = min((ms_align[s + 1] - ms_align[s] for s in range(n_stages - 1)), default=float("nan"))
 stage_test_gain = min((log_ratio(ms["test"][s], ms["test"][s + 1]) for s in range(n_stages - 1)),
                       default=float("nan"))
-small_batches = [b for b in P.batches if b < P.n]
+cat_counts = [0 if b == P.n else sw[b]["catapults"] for b in P.batches]   # full batch: no spike at c < 1
+catapult_order = min(cat_counts[i + 1] - cat_counts[i] for i in range(len(P.batches) - 1))
 spike_order = min(sw[P.batches[i + 1]]["spikes"] - sw[P.batches[i]]["spikes"] for i in range(len(P.batches) - 1))
 
 checks = rfm.book.Checks("catapults_in_sgd", P, seed=seed, device=dev, output_dir=output_dir)
-checks.claim("gd_spike", math.log10(peak_ratio(hi)) - math.log10(peak_ratio(lo)), at_least=1.0,
-             what="log10(peak/initial loss) at c = 1.5 minus at c = 0.5")
+checks.sanity("gd_spike", math.log10(peak_ratio(hi)) - math.log10(peak_ratio(lo)), at_least=1.0,
+              what="log10(peak/initial loss) at c = 1.5 minus at c = 0.5 (eta above the edge by construction)")
 checks.claim("gd_sharpness_end", hi["sharpness"][-1][1] * eta_hi / 2, at_most=0.6,
              what="c = 1.5: final sharpness / (2/eta); 1.5 at iteration 0")
 checks.claim("spike_top_eigenspace", share_peak[k_big] - shares[k_big][0], at_least=0.5,
@@ -480,26 +522,24 @@ checks.claim("stages_vs_gd_alignment", ms_align[-1] - lo["alignment"], at_least=
              what="alignment after the last stage minus after GD at c = 0.5 (no catapult, more steps)")
 checks.claim("stages_vs_gd_test", log_ratio(lo["final_test"], ms["test"][-1]), at_least=0.1,
              what="log10(test loss of GD at c = 0.5 / after the last stage)")
-checks.claim("stage_catapults", sum(s == 0 for s in ms_stage_spikes[1:]) + (P.stages - n_stages), at_most=0,
-             what="stages after the first without a spike (or not reached)")
-checks.claim("sgd_spike_order", spike_order, at_least=1,
-             what="smallest increase of the spike count from one batch size to the next smaller one")
-checks.claim("sgd_alignment_smallest", sw[b_min]["alignment"] - sw[P.n]["alignment"], at_least=0.01,
-             what=f"alignment at batch {b_min} minus full batch, seed {seed}")
-checks.claim("sgd_test_smallest", log_ratio(sw[P.n]["test"], sw[b_min]["test"]), at_least=0.1,
-             what=f"log10(full-batch test loss / batch-{b_min} test loss), seed {seed}")
-checks.claim("sgd_alignment_mean", min(mean["alignment"][b] - mean["alignment"][P.n] for b in small_batches),
-             at_least=0.004, what=f"mean over {len(seeds_mean)} seeds: smallest alignment gain of a batch < n "
-                                  "over full batch")
-checks.claim("sgd_test_mean", min(log_ratio(mean["test"][P.n], mean["test"][b]) for b in small_batches),
-             at_least=0.02, what=f"mean over {len(seeds_mean)} seeds: smallest log10 test-loss ratio full batch / "
-                                 "batch < n")
+checks.sanity("stage_catapults", sum(s == 0 for s in ms_stage_spikes[1:]) + (P.stages - n_stages), at_most=0,
+              what="stages after the first without a spike (each raises eta to 1.5 x 2/lambda by construction)")
+checks.claim("sgd_alignment_smallest", sw[b_min]["alignment"] - sw[P.n]["alignment"], at_least=0.005,
+             what=f"alignment at batch {b_min} minus full batch, same number of steps, seed {seed}")
+checks.claim("sgd_test_smallest", log_ratio(sw[P.n]["test"], sw[b_min]["test"]), at_least=0.05,
+             what=f"log10(full-batch test loss / batch-{b_min} test loss), same number of steps, seed {seed}")
+checks.claim("sgd_alignment_mean_smallest", mean["alignment"][b_min] - mean["alignment"][P.n], at_least=0.005,
+             what=f"mean over {len(seeds_mean)} seeds: alignment at batch {b_min} minus full batch, same steps")
+checks.claim("sgd_test_mean_smallest", log_ratio(mean["test"][P.n], mean["test"][b_min]), at_least=0.05,
+             what=f"mean over {len(seeds_mean)} seeds: log10(full-batch / batch-{b_min} test loss), same steps")
 checks.sanity("gd_start_above_edge", lam0 * eta_hi / 2, at_least=1.0,
               what="c = 1.5: sharpness at iteration 0 over 2/eta (= c by construction)");
 
 # %%
 # what the run measured, beside the checks
-checks.record(lambda0=lam0, alignment_init=align_init,
+checks.record(lambda0=lam0, alignment_init=align_init, sgd_catapult_order=catapult_order, sgd_spike_order=spike_order,
+              sgd_catapults={b: sw[b]["catapults"] for b in small_batches},
+              sgd_sharpness_end_over_lam0={b: sw[b]["sharpness_end"] for b in small_batches},
               gd_spikes={c: r["spikes"] for c, r in gd.items()}, gd_test={c: r["final_test"] for c, r in gd.items()},
               gd_alignment={c: r["alignment"] for c, r in gd.items()},
               peak_over_initial_c_high=peak_ratio(hi), final_train_c_high=hi["loss"][-1],
@@ -513,6 +553,9 @@ checks.record(lambda0=lam0, alignment_init=align_init,
               sgd_spikes={b: sw[b]["spikes"] for b in P.batches}, sgd_test={b: sw[b]["test"] for b in P.batches},
               sgd_alignment={b: sw[b]["alignment"] for b in P.batches}, sgd_mean=mean,
               sgd_alignment_gap_32_seed=(sw[32]["alignment"] - sw[P.n]["alignment"]) if 32 in sw else None,
+              sgd_mean_gap_middle={b: dict(alignment=mean["alignment"][b] - mean["alignment"][P.n],
+                                           log10_test=log_ratio(mean["test"][P.n], mean["test"][b]))
+                                   for b in small_batches if b != b_min},
               gd_seconds=gd_secs, stages_seconds=ms_secs, sgd_seconds=sgd_secs,
               chapter_seconds=time.perf_counter() - start)
 checks.report()
@@ -521,15 +564,9 @@ checks.finish();
 # %% [markdown]
 # **Rules and margins.** The calibration (`scripts/calibrate.py catapults_in_sgd --seeds 10 --jobs 1`, seeds 0-9,
 # committed in `results/calibration/catapults_in_sgd.json`) gives, for each claim, the worst seed's value and the
-# margin to the rule: {glue:text}`cal_margins`. The rules were set after a first calibration with provisional
-# thresholds, all of which passed at every seed: most were raised to between 0.45 and 0.7 times the worst seed's
-# value; two were lowered, `spike_top_eigenspace` from 0.6 to 0.5 and `stages_test` from 0.1 to 0.05, because
-# their worst seeds' values ({glue:text}`cal_spike_top_eigenspace_worst` and
-# {glue:text}`cal_stages_test_worst`) left thin margins to the provisional rules (0.11 and 0.011), not because a seed
-# failed. The calibration was then run again with the final rules (the values did not change: the chapter is
-# deterministic given the seed). The
-# alignment rules have the smallest absolute margins (a few thousandths), as the effects themselves are small
-# (alignment gains of 0.01 to 0.1).
+# margin to the rule: {glue:text}`cal_margins`. The rules of the GD checks sit at about half of the worst seed's
+# value of an earlier calibration; the four SGD rules were set before the calibration of the equal-step runs (see
+# the list of checks). The alignment rules have the smallest absolute margins, as the effects themselves are small.
 
 # %%
 claims = [name for name, c in checks.checks.items() if c.kind == "claim"]
@@ -551,18 +588,21 @@ full = rfm.book.glue_full_run("catapults_in_sgd", {
 # ## What we reproduced, what we could not, and why
 #
 # * **Reproduced, on a synthetic task.** (1) Full-batch GD above the stability edge has one catapult: the loss
-#   spikes and the sharpness ends below $2/\eta$, while the sub-critical run is monotone. (2) During the spike the
-#   residual lies almost entirely in the top eigendirections of the current tangent kernel; the loss outside them
-#   changes little. (3) The catapult run ends with a higher AGOP alignment with the target's EGOP and a lower test
-#   loss than the run without a catapult; each extra catapult of multi-stage GD raises the alignment and lowers the
-#   test loss further, past the longer-trained no-catapult run. (4) With one learning rate, smaller batches give
-#   more spikes of the full-batch loss, and the smallest batch a higher alignment and a lower test loss than
-#   full-batch GD.
-# * **Weaker than the text suggests.** The alignment gap between batch 32 and full-batch GD at one seed is small,
-#   {glue:text}`cal_gap32` over the ten calibration seeds; we assert it only on the mean over seeds.
-#   Epochs differ across batch sizes (the step counts are close, not equal), so the comparison is at a similar number
-#   of steps, not of epochs. For SGD we check the top-eigenspace claim on one spike per run (the largest of the
-#   smallest batch), not on every spike, and with the full-batch tangent kernel and loss.
+#   spikes (by construction of the learning rate) and then converges with the sharpness below $2/\eta$, while the
+#   sub-critical run is monotone. (2) During the spike the residual lies almost entirely in the top eigendirections
+#   of the current tangent kernel; the loss outside them changes little. (3) The catapult run ends with a higher AGOP
+#   alignment with the target's EGOP and a lower test loss than the run without a catapult after the same number
+#   of steps; each extra catapult of multi-stage GD raises the alignment and lowers the test loss further, past the
+#   no-catapult run, which trained longer ({glue:text}`gd_steps` against {glue:text}`ms_total` steps): the
+#   single-catapult effect survives this longer-training control. (4) At the same number of steps, the smallest
+#   batch ends with a higher alignment and a lower test loss than full-batch GD.
+# * **Not reproduced.** "Smaller batches give more catapults": the number of loss spikes grows as the batch
+#   shrinks, but most spikes are SGD noise; counting only spikes across which the sharpness falls (section 4), the
+#   counts are {glue:text}`sgd_catapults` for batches {glue:text}`small_batches` at seed {glue:text}`seed`. The
+#   middle batch size, at the same number of steps, is not better than full-batch GD beyond noise; the alignment gap
+#   between batch 32 and full-batch GD at one seed was {glue:text}`cal_gap32` over the ten calibration seeds.
+#   For SGD we check the top-eigenspace claim on one spike per run (the largest of the smallest batch), with the
+#   full-batch tangent kernel and loss.
 # * **Not done.** The paper's experiments on real data and other architectures (a third-party summary of the paper
 #   mentions CelebA, CIFAR and SVHN; the reviews mention several tasks and architectures): we did not read their
 #   settings and did not run them, nor the batch-size sweeps of a CNN on MNIST digits, CIFAR-10 or SVHN that the

@@ -69,6 +69,7 @@ net_weight_decay: "Optional[float]" = None
 net_width: "Optional[int]" = None
 
 # %%
+import json
 import time
 
 import matplotlib.pyplot as plt
@@ -96,11 +97,11 @@ P = rfm.book.settings(
     smoke=dict(p=61, train_fraction=0.5, iters=20, bandwidth=2.5, rfm_operations=("add", "mul", "div"),
                sweep_seeds=1, fractions=(),
                net_epochs=200, net_train_fraction=0.3, net_batch_size=32, net_lr=1e-3, net_weight_decay=1.0,
-               net_width=256, net_operations=("add",), nfm_every=20),
+               net_width=256, net_operations=("add",), nfm_every=20, other_kernels=()),
     full=dict(p=61, train_fraction=0.5, iters=50, bandwidth=2.5, rfm_operations=mod.OPERATIONS,
               sweep_seeds=3, fractions=(0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7),
               net_epochs=1000, net_train_fraction=0.3, net_batch_size=32, net_lr=1e-3, net_weight_decay=1.0,
-              net_width=1024, net_operations=mod.OPERATIONS, nfm_every=50),
+              net_width=1024, net_operations=mod.OPERATIONS, nfm_every=50, other_kernels=("laplace", "quadratic")),
     p=p, train_fraction=train_fraction, iters=iters, bandwidth=bandwidth, net_epochs=net_epochs,
     net_train_fraction=net_train_fraction, net_batch_size=net_batch_size, net_lr=net_lr,
     net_weight_decay=net_weight_decay, net_width=net_width)
@@ -164,7 +165,7 @@ print(f"RFM on x + y: {P.iters} iterations in {runs['add']['seconds']:.0f} s "
       f"({np.median(seconds_per_iteration):.1f} s per solve + AGOP, median; the callback's evaluations included)")
 print("solvers used:", sorted({r["solver"] for r in R}))
 
-# the columns as arrays, the whole-matrix (paper's) and off-diagonal (ours) AGOP alignments, the last iteration at
+# the columns as arrays, the whole-matrix and off-diagonal AGOP alignments, the last iteration at
 # <= 5% test accuracy and the first above 50%
 C = {op: grokking_curves(r["progress"]) for op, r in runs.items()}
 c = C["add"]
@@ -211,14 +212,15 @@ rfm.book.glue("rfm_seconds", runs["add"]["seconds"], "{:.0f}")
 #   (1 - 1/p)/p$ on that one (`circulant_deviation(B, scale="rolled_variance")`; the unit tests check the identity).
 #   The curves below are on our scale; divide by $p$ to compare them with curves on the rolled-row scale.
 # * the **AGOP alignment** $\langle M_t, M_T\rangle_F / (\|M_t\|_F \|M_T\|_F)$, the cosine between the *whole*
-#   feature matrix at iteration $t$ and the final one, as the paper defines it. Because the diagonal of $M$ weighs
-#   heavily, it starts well above 0 ({glue:text}`rfm_align0` at $M_0 = I$). As an addition of ours, not the paper's
-#   measure, we also show the cosine of the off-diagonal blocks alone (dashed), which is undefined at $M_0 = I$
+#   feature matrix at iteration $t$ and the final one (our definition; we did not find it in the authors'
+#   `train_kernel.py` and could not read the paper's body offline). Because the diagonal of $M$ weighs
+#   heavily, it starts well above 0 ({glue:text}`rfm_align0` at $M_0 = I$). As a second measure, we also show the
+#   cosine of the off-diagonal blocks alone (dashed), which is undefined at $M_0 = I$
 #   (zero block).
 #
 # The circulant deviation is undefined at iteration 0 too, whose block is zero. Besides the test MSE over all $p$
 # outputs, we show the *correct-class* test loss, $(f_y(x) - 1)^2$ averaged over the test pairs (the
-# `correct_logit_loss` of the authors' code, the third row of their Fig. 2A).
+# `correct_logit_loss` of the authors' `train_kernel.py`).
 
 # %%
 B_random = torch.randn(P.p, P.p, generator=rfm.make_generator(seed), dtype=torch.float64)
@@ -226,7 +228,7 @@ rfm.book.glue("random_block_dev", mod.circulant_deviation(B_random), "{:.3f}")
 rfm.book.glue("random_block_rolled", mod.circulant_deviation(B_random, scale="rolled_variance"), "{:.5f}")
 
 
-# %% mystnb={"figure": {"caption": "RFM on x + y mod 61, by iteration (iteration 0 is the fixed Gaussian kernel). From the left: train and test accuracy; the train and test MSE; the correct-class test loss; the circulant deviation of the coupling block and the AGOP alignment with the final M (solid: whole matrices, the paper's measure; dashed: off-diagonal blocks only, our addition). Grey: from the last iteration at or below 5% test accuracy to the first above 50%.", "name": "fig-grokking-transition"}}
+# %% mystnb={"figure": {"caption": "RFM on x + y mod 61, by iteration (iteration 0 is the fixed Gaussian kernel). From the left: train and test accuracy; the train and test MSE; the correct-class test loss; the circulant deviation of the coupling block and the AGOP alignment with the final M (solid: whole matrices; dashed: off-diagonal blocks only). Grey: from the last iteration at or below 5% test accuracy to the first above 50%.", "name": "fig-grokking-transition"}}
 rfm.book.savefig(grokking_progress(c, f"RFM on x + y mod {P.p}"), "grokking_modular_arithmetic_transition",
                  output_dir=output_dir)
 plt.show()
@@ -244,7 +246,7 @@ plt.show()
 #
 # ### Division
 #
-# Division has the same shape ({numref}`fig-grokking-division`, the paper's Fig. 2B): the fixed kernel gets only the
+# Division has the same shape ({numref}`fig-grokking-division`): the fixed kernel gets only the
 # pairs with $x = 0$ right (answer 0, a test accuracy near $1/p$), and the accuracy stays there up to iteration
 # {glue:text}`div_last_flat` while the circulant deviation (in the re-indexed order, below) falls from
 # {glue:text}`div_dev_first` to {glue:text}`div_dev_last_flat`; then the accuracy rises, to
@@ -305,7 +307,7 @@ for t in shown:
 #
 # For $\times$ and $\div$ the learned block shows no stripes in the natural order of the digits; re-ordered by
 # discrete logarithms (and, for division, with the second digit's logarithm negated), it is circulant
-# ({numref}`fig-grokking-reordered`, the paper's Fig. 3B/C). The row and column of the digit 0, which has no
+# ({numref}`fig-grokking-reordered`). The row and column of the digit 0, which has no
 # logarithm, are dropped.
 
 # %% mystnb={"figure": {"caption": "The final coupling block B of RFM's M for x * y (top) and x / y (bottom) mod 61: left, in the natural order of the digits; right, re-ordered by discrete logarithms (rfm.data.modular.reindex_block), where it is circulant.", "name": "fig-grokking-reordered"}}
@@ -419,8 +421,8 @@ rfm.book.glue("wrong_max", max(r["wrong order"] for r in ablation.values()), "{:
 # $f(u) = W_2 (W_1 u)^{2}$, trained on the MSE with AdamW (learning rate $10^{-3}$, betas $(0.9, 0.98)$, weight
 # decay 1, batch 32, 1000 epochs, 30% of the pairs); the code's default width is 256. The smoke profile trains width
 # 256 for 200 of the 1000 epochs, enough to generalise and to clean up the features; the full profile trains width
-# 1,024 (the width we were told the paper's appendix uses; we could not read the appendix offline) for all 1000
-# epochs, for each operation. Its *neural feature matrix* $W_1^\top W_1$ plays the role of $M$.
+# 1,024 (a wider network than the code's default, our choice: we could not read the paper's appendix offline) for
+# all 1000 epochs, for each operation. Its *neural feature matrix* $W_1^\top W_1$ plays the role of $M$.
 #
 # In the package the network is an `rfm.nets.MLP` (`nets.quadratic_net`), trained by the package's one training
 # loop `rfm.nets.train` with a `torch.optim.AdamW`; `NetworkProgress` records the accuracies, the losses, the
@@ -505,9 +507,9 @@ plt.show()
 # weight decay removes what is not needed; in the kernel's $x - y$ order the same block never becomes circulant.
 # The alignment of the network's AGOP with its final AGOP rises in step.
 #
-# **Where we disagree with the paper.** The abstract says of RFM that the test loss "remains constant in initial
-# iterations", and the paper (its Section 4, as we were told; we could not read it offline) says the same of the
-# network. Here the network's correct-class test loss has fallen by 5% at epoch {glue:text}`net_correct_moves`,
+# **The network's losses.** The abstract says of RFM that the test loss "remains constant in initial iterations";
+# what the paper's body says of the network's test loss we could not read offline. Here the network's
+# correct-class test loss has fallen by 5% at epoch {glue:text}`net_correct_moves`,
 # before the accuracy moves (epoch {glue:text}`net_start_epoch`), while its MSE over all outputs first *rises*, to a
 # peak at epoch {glue:text}`net_mse_peak`, and falls only later. For the network, then, one of the losses does move
 # before the accuracy; for RFM neither does within the first iterations ({numref}`fig-grokking-transition`).
@@ -549,7 +551,7 @@ plt.show()
 #
 # The full profile repeats the RFM run for $+, -, \times, \div$ and three seeds with the authors' 50 iterations, and
 # records when the test accuracy passes 1/2 and where it ends; it also trains the network on every operation, and
-# sweeps the training fraction for RFM (the paper's Fig. 4 varies it; we run the fractions 0.1 to 0.7 with one seed).
+# sweeps the training fraction for RFM (the fractions 0.1 to 0.7, one seed).
 # The smoke profile lists only its three runs ({numref}`fig-grokking-sweep`); the training-fraction sweep and the
 # network on the other operations are drawn in the full profile only (its figures are committed in
 # `results/grokking_modular_arithmetic/full_figures/`).
@@ -626,6 +628,32 @@ if len(net_runs) > 1:
     plt.show()
 
 # %% [markdown]
+# ## Other kernels
+#
+# The authors' `train_kernel.py` offers, besides the Gaussian kernel, a Laplace kernel, a quadratic kernel
+# $3(x^\top M z)^2$ and a ReLU NTK (through JAX), each with its own $M$ update. The full profile runs RFM on $x + y$
+# with the package's Laplace kernel ($L = 2.5$, the code's default bandwidth) and its quadratic kernel
+# $(x^\top M z)^2$ (the factor 3 does not change a ridge-0 interpolant), with the same AGOP$^{1/2}$, centring, ridge
+# 0 and 50 iterations, and records the test accuracy and the circulant deviation; the smoke profile skips them (they
+# would add about a minute on a 2-core CPU; set `other_kernels` to run them). The NTK is not run: the package's
+# NTK is a fixed kernel without input gradients, so it has no AGOP to iterate on, and we did not port the authors'
+# NTK update. Full run: {glue:text}`full_other_kernels`.
+
+# %%
+other_kernels = {}
+for name in P.other_kernels:
+    prog_k, t0 = GrokkingProgress(data), time.perf_counter()
+    kern = rfm.get_kernel(name, bandwidth=P.bandwidth) if name == "laplace" else rfm.get_kernel(name)
+    rfm.RFMClassifier(kernel=kern, reg=0.0, agop_power=0.5, center=True, normalize=None, dtype="float64",
+                      iters=P.iters, max_agop_points=None, device=dev, random_state=seed,
+                      callback=prog_k).fit(data.X_train, data.y_train)
+    sk = grokking_summary(grokking_curves(prog_k))
+    other_kernels[name] = dict(acc0=sk["acc0"], final_acc=sk["final_acc"], first_half=sk["first_half"],
+                               dev1=sk["dev1"], final_dev=sk["final_dev"], seconds=time.perf_counter() - t0)
+    print(f"{name}: test accuracy {sk['acc0']:.3f} -> {sk['final_acc']:.3f} (above 1/2 at {sk['first_half']}), "
+          f"circulant deviation {sk['dev1']:.3f} -> {sk['final_dev']:.3f}")
+
+# %% [markdown]
 # ## Checks
 #
 # Each claim is measured against a control from the same run: iteration 0 of RFM (the fixed Gaussian kernel,
@@ -637,29 +665,29 @@ if len(net_runs) > 1:
 # and the circulant deviation must fall at *every* iteration. Thresholds sit beyond the worst of seeds 0–9 of the
 # calibration; the table's column "worst seed's room" is each margin. The margins are wide (at least 0.04 in
 # accuracy, a factor 2 or more for the ratios) except where the rule is the claim's own boundary: no iteration may
-# fail to lower the circulant deviation (room 0 by design), and the network's NFM–AGOP$^{1/2}$ correlation must
-# beat the best of five spectrum-matched networks (threshold 0; the worst seed beats them by
-# {glue:text}`cal_net_nfa_gain_over_matched_worst` over all entries, seed
-# {glue:text}`cal_net_nfa_gain_over_matched_worst_seed`, and by {glue:text}`cal_net_nfa_off_gain_over_matched_worst`
-# over the off-diagonal entries, seed {glue:text}`cal_net_nfa_off_gain_over_matched_worst_seed`, so these two rules
-# are the tightest of the chapter). Train accuracy 1 (true by interpolation: ridge 0 solves the training equations),
+# fail to lower the circulant deviation (room 0 by design). The network's NFM–AGOP$^{1/2}$ correlation against the
+# best of five spectrum-matched networks is **recorded, not checked**: over the ten calibration seeds the trained
+# network beats them by {glue:text}`cal_net_nfa_gain_over_matched_range` over all entries (a part that is mostly
+# algebra, above) and by {glue:text}`cal_net_nfa_off_gain_over_matched_range` over the off-diagonal ones, margins
+# that a rule of 0 could not separate from noise, and at full scale it loses to them on at least one operation
+# (last section). Train accuracy 1 (true by interpolation: ridge 0 solves the training equations),
 # the training residual and "the DFT's off-diagonal energy equals the circulant deviation" (an identity,
 # unit-tested) are sanity checks: they reproduce nothing.
 #
-# The checks need enough iterations and epochs for the parameters you choose. In single runs at seed 0 with
-# other knobs (not part of the calibration), a training fraction of 0.4 leaves the 20 smoke iterations in the middle
-# of the transition (final test accuracy about one half: the final-accuracy claim fails, every other check holds),
-# and $p = 53$ leaves the network, at 200 epochs and 30% of the pairs, generalised only near the end (99% test
-# accuracy at epoch 176) with its features not yet cleaned up: the NFM's circulant-deviation claim and both
-# NFM–AGOP$^{1/2}$ claims fail. The trained network beats the spectrum-matched control only once weight decay has
-# cleaned up its features, not at the moment it generalises. Seeds 11 and 23 passed every check.
+# The checks need enough iterations and epochs for the parameters you choose. Single smoke runs at other settings
+# (results/grokking_modular_arithmetic/knobs.json, judged with this page's rules): {glue:text}`knob_text`
 
 # %%
 all_runs = list(sweep.values())
 net_ops = list(net_runs.values())
 checks = rfm.book.Checks("grokking_modular_arithmetic", P, seed=seed, device=dev, output_dir=output_dir)
-rfm.book.glue_calibration("grokking_modular_arithmetic", ["net_nfa_gain_over_matched", "net_nfa_off_gain_over_matched"],
-                          fmt="{:.3f}")
+cal_g = rfm.book.load_calibration("grokking_modular_arithmetic") or {}
+for key in ("net_nfa_gain_over_matched", "net_nfa_off_gain_over_matched"):
+    # the committed calibration has these as checks (older) or as records (after this revision)
+    vals = ((cal_g.get("checks") or {}).get(key) or {}).get("values") or \
+        (cal_g.get("measured") or {}).get(key.replace("gain", "gap"), [])
+    vals = [v for v in vals if v is not None]
+    rfm.book.glue(f"cal_{key}_range", f"{min(vals):+.3f} to {max(vals):+.3f}" if vals else "(not calibrated)")
 checks.sanity("rfm_train_acc_min", float(min(cv["train_acc"].min() for cv in C.values())), at_least=1.0,
               what="RFM's training accuracy at every iteration (ridge 0 interpolates: true by construction)")
 checks.sanity("rfm_train_residual_max", float(max(cv["train_residual"].max() for cv in C.values())), at_most=1e-6,
@@ -698,10 +726,9 @@ checks.claim("net_grokking_delay", min(float("nan") if r["gen_epoch"] is None or
                               "accuracy, worst operation")
 checks.claim("net_nfm_dev_final_over_init", max(r["nfm_dev"][-1] / r["nfm_dev"][0] for r in net_ops), at_most=0.25,
              what="network: circulant deviation of the NFM block (dual order) at the end over initialisation's")
-checks.claim("net_nfa_gain_over_matched", min(r["nfa"][-1] - r["matched"].max() for r in net_ops), at_least=0.0,
-             what="network: corr(NFM, AGOP^1/2), all entries, minus the best of five spectrum-matched networks")
-checks.claim("net_nfa_off_gain_over_matched", min(r["nfa_off"][-1] - r["matched_off"].max() for r in net_ops),
-             at_least=0.0, what="network: the same over the off-diagonal entries");
+# the NFM-AGOP^1/2 correlation against spectrum-matched networks is recorded, not claimed (see the text)
+nfa_gap = min(r["nfa"][-1] - r["matched"].max() for r in net_ops)
+nfa_off_gap = min(r["nfa_off"][-1] - r["matched_off"].max() for r in net_ops);
 
 # %%
 # what the run measured, beside the checks
@@ -710,6 +737,8 @@ if fraction_sweep:
                   fraction_first_half={f"{op} {f_}": r["first_half"] for (op, f_), r in fraction_sweep.items()})
 chapter_seconds, chapter_cpu_seconds = time.perf_counter() - start, time.process_time() - start_cpu
 checks.record(
+    net_nfa_gap_over_matched=float(nfa_gap), net_nfa_off_gap_over_matched=float(nfa_off_gap),
+    other_kernels=other_kernels,
     test_acc_final=float(c["test_acc"][-1]), first_iteration_test_acc_above_half=first_half,
     correct_class_loss_change_first_iterations=correct_change, circulant_deviation_first_update=float(c["circulant_deviation"][1]),
     circulant_deviation_final=float(c["circulant_deviation"][-1]), alignment_whole_iter0=float(c["align"][0]),
@@ -732,6 +761,21 @@ checks.report()
 checks.finish();
 
 # %%
+# other settings of the parameters cell, one smoke run each (results/grokking_modular_arithmetic/knobs.json)
+knobs_path = rfm.book.RESULTS / "grokking_modular_arithmetic" / "knobs.json"
+knob_lines = []
+for run in (json.loads(knobs_path.read_text())["runs"] if knobs_path.exists() else []):
+    label = ", ".join(f"{k} = {v}" for k, v in run["changed"].items())
+    bad = [name for name, v in run["checks"].items()
+           if name in checks.checks and v is not None and not checks.checks[name].passes(v)]
+    net_ = (run["measured"].get("network") or {}).get("add") or {}
+    knob_lines.append(f"at {label}: " + (f"{', '.join(bad)} fail" if bad else "every check passes") +
+                      f" (RFM's final test accuracy {run['measured'].get('test_acc_final', float('nan')):.3f}; the "
+                      f"network reaches 99% test accuracy at epoch {net_.get('gen_epoch')})")
+rfm.book.glue("knob_text", "; ".join(knob_lines) + "." if knob_lines else
+              "none is committed yet (the runs are listed for the next calibration).")
+
+# %%
 # the committed paper-scale run (results/grokking_modular_arithmetic/full.json), for the text below
 def full_net(key, fmt="{:.2f}"):
     return lambda f: span([r[key] for r in f["measured"]["network"].values()], fmt)
@@ -750,20 +794,34 @@ rfm.book.glue_full_run("grokking_modular_arithmetic", {
     "full_net_dev": lambda f: span([r["nfm_dev_final"] / r["nfm_dev_init"] for r in f["measured"]["network"].values()]),
     "full_nfa_final": full_net("nfa_final", "{:.3f}"), "full_nfa_off": full_net("nfa_off_final"),
     "full_nfa_off_init": full_net("nfa_off_init"),
-    "full_nfa_gap": lambda f: f"{f['checks']['net_nfa_gain_over_matched']['value']:+.4f}",
-    "full_nfa_off_gap": lambda f: f"{f['checks']['net_nfa_off_gain_over_matched']['value']:+.3f}"});
+    "full_nfa_gap": lambda f: span([r["nfa_final"] - max(r["nfa_matched"]) for r in f["measured"]["network"].values()],
+                                   "{:+.4f}"),
+    "full_nfa_off_gap": lambda f: span([r["nfa_off_final"] - max(r["nfa_off_matched"])
+                                        for r in f["measured"]["network"].values()], "{:+.3f}"),
+    "full_other_kernels": lambda f: "; ".join(
+        f"{k}: test accuracy {r['acc0']:.3f} at iteration 0, {r['final_acc']:.3f} at the end (above 1/2 from "
+        f"iteration {r['first_half']}), circulant deviation {r['dev1']:.3f} after the first update, "
+        f"{r['final_dev']:.3f} at the end" for k, r in f["measured"].get("other_kernels", {}).items())
+        or "not in the committed full run (it predates this section)"});
 
 # %% [markdown]
 # ## What we reproduced
 #
-# *Reproduced (smoke profile, $p = 61$).* RFM with the Gaussian kernel, ridge 0 and $M = \mathrm{AGOP}^{1/2}$ (the
+# *Reproduced (smoke profile, $p = 61$; the RFM results and the network's grokking also at the full profile, the
+# largest scale that ran, last paragraph).* RFM with the Gaussian kernel, ridge 0 and $M = \mathrm{AGOP}^{1/2}$ (the
 # settings of the authors' code) groks modular addition, multiplication and division: train accuracy 1 and zero
 # training error at every iteration, test accuracy at most 5% for the first iterations and near 1 at the end, a
 # test loss that stays flat at first. The circulant deviation falls at every iteration and the whole-matrix AGOP
 # alignment rises, most of the way before the test accuracy moves. The learned block is circulant (after the
 # operation's re-indexing) and diagonalised by the DFT. Random circulant features generalise on all four operations
 # with no iteration, provided the block follows the operation's re-indexing. A quadratic network trained with AdamW
-# and weight decay groks, and its NFM becomes block-circulant.
+# and weight decay groks; at width 256 and 200 epochs its NFM becomes block-circulant, at the full profile's width
+# 1,024 not by our rule (findings below).
+#
+# *Against the authors' code.* A check made outside this page (reported in the book's issue 38, not re-run
+# here) ran the authors' `train_kernel.py` at its defaults ($x + y$, $p = 61$, training fraction 0.5, Gaussian
+# kernel, ridge 0, AGOP$^{1/2}$, centred, float64) and this chapter's RFM on the same split: the two gave the same
+# test accuracy at every iteration, with nearly equal feature matrices (and ours ran faster on the same CPU).
 #
 # *Different from the paper, and why.* The smoke profile stops RFM at 20 iterations instead of the code's 50 and
 # trains the network at the code's default width 256 for 200 of the 1000 epochs; the full profile runs the 50
@@ -772,27 +830,33 @@ rfm.book.glue_full_run("grokking_modular_arithmetic", {
 # and its kernel solves cost about ten times more. The circulant deviation is reported as an energy fraction in
 # $[0, 1]$, which is $p$ times the rolled-row form. The network's coupling block is circulant in the $x + y$ order,
 # the kernel's in the $x - y$ order; we read the paper's "block-circulant" as circulant up to this re-indexing. The
-# network's correct-class test loss moves before its accuracy, which the paper says it does not (above). The
-# correlation of the network's NFM with its AGOP$^{1/2}$ is high, but a network with the same first-layer spectrum in
-# random directions is nearly as high over all entries; the learned part shows in the off-diagonal entries.
+# network's correct-class test loss moves before its accuracy (above). The correlation of the network's NFM with its
+# AGOP$^{1/2}$ is high, but a network with the same first-layer spectrum in random directions is nearly as high:
+# the trained network's lead is {glue:text}`cal_net_nfa_gain_over_matched_range` over all entries and
+# {glue:text}`cal_net_nfa_off_gain_over_matched_range` over the off-diagonal ones across the ten smoke calibration
+# seeds, and at the full profile it loses on at least one operation (below). We therefore record this comparison
+# and do not claim that the NFM tracks the AGOP$^{1/2}$ beyond what its spectrum gives.
 #
-# *Not verified here.* The exact iteration and epoch counts of the paper's figures, the paper's own text for the
-# network's width and the behaviour of its test loss (read for us by the book's review; the paper's body could not be
-# opened offline), its other kernels (Laplace, quadratic, NTK) and its AGOP-regularised network.
+# *Not verified here.* Everything in the paper's body: we read its abstract and the authors' code, not its
+# figures, its settings or its appendix, so no iteration count, epoch count or width here is the paper's. Of the
+# code's other kernels, the full profile runs the Laplace and quadratic ones (section "Other kernels":
+# {glue:text}`full_other_kernels`); the NTK is not run (no input gradients in the package's NTK); the AGOP-regularised
+# network is not run.
 #
 # *Run at paper scale, with findings.* The full profile ran once ({glue:text}`full_where`: the authors' 50
 # iterations for $+, -, \times, \div$ and three seeds, the training-fraction sweep, and the network at width 1,024
 # for 1,000 epochs on all four operations). Checks that failed there: {glue:text}`full_failed`. Everything about RFM
 # holds: all {glue:text}`full_n_runs` runs grok (final test accuracy at least {glue:text}`full_final_acc_min`, first
-# iteration above 50 %: {glue:text}`full_first_half`), and the training-fraction sweep (the paper's Figure 4) shows a
+# iteration above 50 %: {glue:text}`full_first_half`), and the training-fraction sweep shows a
 # sharp transition: final test accuracy {glue:text}`full_frac_03` at a training fraction of 0.3, {glue:text}`full_frac_04`
 # at 0.4 and {glue:text}`full_frac_05` at 0.5. The network groks every operation (100 % training accuracy at epoch
 # {glue:text}`full_net_fit`, 99 % test accuracy only at epochs {glue:text}`full_net_gen`). What fails is the
 # network's feature claims at this width: its NFM block ends with {glue:text}`full_net_dev` of its initial circulant
 # deviation (the rule, calibrated at width 256 for 200 epochs, asks for at most 0.25), and its NFM-AGOP$^{1/2}$
-# correlation, {glue:text}`full_nfa_final` over all entries, does not beat five spectrum-matched networks (gap
-# {glue:text}`full_nfa_gap`); over the off-diagonal entries it ends at {glue:text}`full_nfa_off` from
-# {glue:text}`full_nfa_off_init` at initialisation, below the matched networks (gap {glue:text}`full_nfa_off_gap`).
+# correlation, {glue:text}`full_nfa_final` over all entries, is not above that of five spectrum-matched networks on
+# every operation (its gap to the best of them ranges over the four operations from {glue:text}`full_nfa_gap`);
+# over the off-diagonal entries it ends at {glue:text}`full_nfa_off` from {glue:text}`full_nfa_off_init` at
+# initialisation (gap {glue:text}`full_nfa_off_gap`).
 # At width 1,024 the first layer moves less from its random start, so its NFM stays closer to the initial one, whose
 # spectrum the controls share. We report this as a finding and keep the thresholds, which were calibrated on the
 # smoke profile's network (the authors' code's default width 256, 200 epochs).

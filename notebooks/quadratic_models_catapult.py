@@ -314,6 +314,15 @@ for short in ("net", "quad"):
         rfm.book.glue(f"cal_gap_{short}_range", "n/a")
     edges_cal = [v for v in (cal or {}).get("measured", {}).get(f"edge_{short}", []) if v is not None]
     rfm.book.glue(f"cal_edge_{short}", f"{min(edges_cal)} to {max(edges_cal)}" if edges_cal else "n/a")
+nxt = ((rfm.book.load_calibration("catapults_in_sgd") or {}).get("checks") or {}).get("catapult_test") or {}
+nxt = [v for v in nxt.get("values", []) if v is not None]
+rfm.book.glue("cal_next_catapult_test", f"{min(nxt):.2f} to {max(nxt):.2f}" if nxt else "(not calibrated)")
+for key, name in (("deep_quad_peak", "deep_quad_peak"), ("deep_net_peak", "deep_net_peak"),
+                  ("deep_net_sharpness_end_over_edge", "deep_sharp")):
+    vals = [v for v in (cal or {}).get("measured", {}).get(key, []) if v is not None]
+    rfm.book.glue(f"cal_{name}_range", f"{min(vals):.2f} to {max(vals):.2f}" if vals else "n/a")
+    if key == "deep_quad_peak":
+        rfm.book.glue("cal_deep_quad_peak_ten", f"{sum(v >= 10 for v in vals)} of {len(vals)}" if vals else "n/a")
 
 # %% mystnb={"figure": {"caption": "Final test loss against c for the runs that converged (a diverged run has no point). Below c = 1 the three models are close; above, only the NQM and the network train.", "name": "fig-quadratic-models-catapult-test"}}
 fig, ax = plt.subplots(figsize=(6, 3.2))
@@ -411,35 +420,34 @@ rfm.book.glue("deep_lam_ratio", deep_lam_end * eta_deep / 2, "{:.2f}");
 # iteration 0 (which is $c \cdot 2/\eta$ = 1.5 times the stability edge by construction). Losses enter as base-10
 # logarithms of ratios.
 #
-# * `quad_vs_linear`, `net_vs_linear`: $\log_{10}$ of the linear model's final (or diverged) loss over the NQM's
-#   (network's) final loss at $c = 1.5$: the quadratic model and the network converge where the linear model
-#   cannot.
+# * `quad_converges`, `net_converges`: $\log_{10}$ of the NQM's (network's) final loss over its initial loss at
+#   $c = 1.5$, at most $-3$ (the loss ends below $10^{-3}$ of where it started): the quadratic model and the network
+#   converge at a learning rate where the linear model diverges. (An earlier version compared with the linear
+#   model's loss, which diverges by algebra and is stopped at $10^8$ times its initial loss: that check passed for
+#   any final loss below about 100 times the initial one, so it could not fail.)
 # * `quad_spike`, `net_spike`: $\log_{10}$ of the peak loss over the initial loss at $c = 1.5$ minus the same at
 #   $c = 0.5$ (where the peak is the initial loss): the convergence at $c = 1.5$ goes through a catapult.
 # * `quad_sharpness_end`, `net_sharpness_end`: the sharpness at the end of training at $c = 1.5$ over $2/\eta$;
 #   it started at 1.5 (iteration 0, the control) and must end below 1.
 # * `quad_diverges_c22`: $\log_{10}$ of the NQM's peak over initial loss at $c = 2.2$, above the catapult phase
 #   (a diverged run stops once it passes $10^8$).
-# * `deep_quad_vs_linear`: the same as `quad_vs_linear` for the generic NQM of the deeper MLP of section 5.
+# * `deep_quad_converges`: the same as `quad_converges` for the generic NQM of the deeper MLP of section 5;
+#   `deep_quad_spike`, `deep_net_spike`: $\log_{10}$ of its (the MLP's) peak over initial loss, at least
+#   $\log_{10} 2$, the factor by which `count_spikes` calls a rise a spike; `deep_net_sharpness_end`: the MLP's
+#   final sharpness over $2/\eta$ (1.5 at iteration 0), at most 0.9.
 # * sanity `subcritical_monotone`: the number of loss spikes (`count_spikes`, factor 2) of the three models at
 #   $c = 0.5$; sanity `linear_regimes`: the number of grid points where the linear model does not do what its
-#   algebra says (converge for $c < 1$, diverge for $c > 1$). Both hold by the linear theory and reproduce nothing.
+#   algebra says (converge for $c < 1$, diverge for $c > 1$); sanity `linear_diverges_c15`,
+#   `deep_linear_diverges`: the linearisations' final over initial loss at $c = 1.5$ ($\log_{10}$, at least 6).
+#   These hold by the linear theory and reproduce nothing.
 #
 # The test-loss comparison of section 4 is recorded, not checked (it changes sign over seeds at this scale).
 #
-# **Rules and margins** (smoke profile, seeds 0–9, `scripts/calibrate.py --jobs 1`; the table below shows the
-# committed values): `quad_vs_linear` {glue:text}`cal_quad_vs_linear_rule` (worst seed
-# {glue:text}`cal_quad_vs_linear_worst`) and `net_vs_linear` {glue:text}`cal_net_vs_linear_rule` (worst
-# {glue:text}`cal_net_vs_linear_worst`), five decades of margin; `quad_spike` and `net_spike`
-# {glue:text}`cal_quad_spike_rule`, a tenfold peak (worst {glue:text}`cal_quad_spike_worst` and
-# {glue:text}`cal_net_spike_worst`, a hundredfold); `quad_sharpness_end` and `net_sharpness_end`
-# {glue:text}`cal_quad_sharpness_end_rule` (worst {glue:text}`cal_quad_sharpness_end_worst` and
-# {glue:text}`cal_net_sharpness_end_worst`); `quad_diverges_c22` {glue:text}`cal_quad_diverges_c22_rule` (worst
-# {glue:text}`cal_quad_diverges_c22_worst`: every seed diverged; a run that converged would sit near 2.5);
-# `deep_quad_vs_linear` {glue:text}`cal_deep_quad_vs_linear_rule` (worst {glue:text}`cal_deep_quad_vs_linear_worst`:
-# the linearisation overflows).
-# The rules test the claims at the defaults ($m$ = 2,048, $n$ = 64, 300 steps); other widths, sizes and step counts
-# in the parameters cell run, but their checks were not calibrated (the catapult needs a width well above $n$).
+# **Rules and margins** (smoke profile, seeds 0–9; the table below shows the committed values):
+# {glue:text}`cal_rules_text`. The rules of `quad_spike` and `net_spike` ask for a tenfold peak; those of the
+# deeper MLP a twofold one, because its peaks are smaller (their worst seeds are in the list). The rules test the
+# claims at the defaults ($m$ = 2,048, $n$ = 64, 300 steps); other widths, sizes and step counts in the parameters
+# cell run, but their checks were not calibrated (the catapult needs a width well above $n$).
 
 # %%
 def log_ratio(a, b):
@@ -458,13 +466,14 @@ lin_end = final_loss(runs["linear", c_mid])
 spikes_sub = sum(dyn.count_spikes(runs[k, c_lo]["loss"]) for k in dyn.KINDS)
 linear_wrong = sum(converged(runs["linear", c]) != (c < 1) for c in P.cs)
 deep_lin_end = final_or_overflow(deep_loss["linear"])
+deep_log_final = {k: log_ratio(final_or_overflow(L), L[0]) if L else math.inf for k, L in deep_loss.items()}
+deep_peak = {k: max(L) / L[0] if L else math.inf for k, L in deep_loss.items()}
 
 checks = rfm.book.Checks("quadratic_models_catapult", P, seed=seed, device=dev, output_dir=output_dir)
-rfm.book.glue_calibration("quadratic_models_catapult", fmt="{:.3g}")
-checks.claim("quad_vs_linear", log_ratio(min(lin_end, 1e300), final_loss(r_quad)), at_least=6,
-             what="c = 1.5: log10(linear model's final loss / NQM's final loss)")
-checks.claim("net_vs_linear", log_ratio(min(lin_end, 1e300), final_loss(r_net)), at_least=6,
-             what="c = 1.5: log10(linear model's final loss / network's final loss)")
+checks.claim("quad_converges", log_ratio(final_loss(r_quad), r_quad["loss"][0]), at_most=-3,
+             what="c = 1.5: log10(NQM's final loss / its initial loss); the linear model diverges there")
+checks.claim("net_converges", log_ratio(final_loss(r_net), r_net["loss"][0]), at_most=-3,
+             what="c = 1.5: log10(network's final loss / its initial loss); the linear model diverges there")
 checks.claim("quad_spike", math.log10(peak_ratio(r_quad)) - math.log10(peak_ratio(runs["quadratic", c_lo])),
              at_least=1, what="log10(peak/initial loss) of the NQM at c = 1.5 minus at c = 0.5")
 checks.claim("net_spike", math.log10(peak_ratio(r_net)) - math.log10(peak_ratio(runs["network", c_lo])),
@@ -475,16 +484,32 @@ checks.claim("net_sharpness_end", r_net["sharpness"][-1][1] * eta_mid / 2, at_mo
              what="c = 1.5: network's final sharpness / (2/eta); 1.5 at iteration 0")
 checks.claim("quad_diverges_c22", math.log10(peak_ratio(runs["quadratic", c_hi])), at_least=6,
              what="c = 2.2: log10(NQM's peak / initial loss); diverged runs stop past 8")
-checks.claim("deep_quad_vs_linear", log_ratio(min(deep_lin_end, 1e300), final_or_overflow(deep_loss["quadratic"])),
-             at_least=6, what="deeper MLP, c = 1.5: log10(linearisation's final loss / generic NQM's final loss)")
+checks.claim("deep_quad_converges", deep_log_final["quadratic"], at_most=-3,
+             what="deeper MLP, c = 1.5: log10(generic NQM's final loss / its initial loss)")
+checks.claim("deep_quad_spike", math.log10(deep_peak["quadratic"]), at_least=math.log10(2),
+             what="deeper MLP, c = 1.5: log10(NQM's peak / initial loss); a spike by count_spikes' factor 2")
+checks.claim("deep_net_spike", math.log10(deep_peak["network"]), at_least=math.log10(2),
+             what="deeper MLP, c = 1.5: log10(network's peak / initial loss)")
+checks.claim("deep_net_sharpness_end", deep_lam_end * eta_deep / 2, at_most=0.9,
+             what="deeper MLP, c = 1.5: network's final sharpness / (2/eta); 1.5 at iteration 0")
+checks.sanity("linear_diverges_c15", log_ratio(min(lin_end, 1e300), runs["linear", c_mid]["loss"][0]), at_least=6,
+              what="c = 1.5: log10(linear model's final / initial loss); diverges by algebra (stopped past 8)")
+checks.sanity("deep_linear_diverges", log_ratio(min(deep_lin_end, 1e300), deep_loss["network"][0]), at_least=6,
+              what="deeper MLP, c = 1.5: log10(linearisation's final / initial loss, shared by the three models)")
 checks.sanity("subcritical_monotone", spikes_sub, at_most=0,
               what="loss spikes of the three models at c = 0.5 (linear regime)")
 checks.sanity("linear_regimes", linear_wrong, at_most=0,
-              what="grid points where the linear model does not converge iff c < 1");
+              what="grid points where the linear model does not converge iff c < 1")
+claims = [name for name, c in checks.checks.items() if c.kind == "claim"]
+cal_text = rfm.book.glue_calibration("quadratic_models_catapult", claims, fmt="{:.3g}")
+rfm.book.glue("cal_rules_text", "; ".join(f"`{name}`: {cal_text['cal_' + name]}" for name in claims));
 
 # %%
 # what the run measured, beside the checks
 checks.record(lambda0=lam0, edge_quad=edges["quadratic"], edge_net=edges["network"],
+              final_over_initial_quad_c15=final_loss(r_quad) / r_quad["loss"][0],
+              final_over_initial_net_c15=final_loss(r_net) / r_net["loss"][0],
+              deep_final_over_initial={k: 10 ** v if math.isfinite(v) else None for k, v in deep_log_final.items()},
               test_gap_net=test_gap["network"], test_gap_quad=test_gap["quadratic"],
               best_test_gap_net=best_gap["network"], best_test_gap_quad=best_gap["quadratic"],
               test_c05_net=tests["network", c_lo], test_c15_net=tests["network", c_mid],
@@ -519,7 +544,12 @@ full = rfm.book.glue_full_run("quadratic_models_catapult", {
 #   convergence below $2/\lambda_0$ for all three models; between $2/\lambda_0$ and an upper edge the linear model
 #   diverges while the NQM and the network catapult (the loss rises by two orders of magnitude and then converges)
 #   and their sharpness ends below $2/\eta$; above the edge all diverge. The generic `QuadraticModel` of a deeper
-#   MLP converges at $c = 1.5$ where its linearisation diverges.
+#   MLP converges at $c = 1.5$ where its linearisation diverges, through a smaller spike than the two-layer
+#   model's: its peak was {glue:text}`cal_deep_quad_peak_range` times the initial loss over the ten calibration
+#   seeds (a tenfold peak at {glue:text}`cal_deep_quad_peak_ten` of them), the MLP's
+#   {glue:text}`cal_deep_net_peak_range` times, and the MLP's sharpness ended at
+#   {glue:text}`cal_deep_sharp_range` of $2/\eta$: a catapult, if a mild one, checked as a twofold spike and an end
+#   below $0.9 \cdot 2/\eta$.
 # * **Measured, not assumed.** The upper edge: the paper proves $4/\lambda_0$ ($c = 2$) for a single example and for
 #   one-dimensional inputs. Here, with ten-dimensional inputs, the last converging grid point was
 #   {glue:text}`edge_quad` for the NQM and {glue:text}`edge_net` for the network at this seed; over the ten
@@ -533,6 +563,13 @@ full = rfm.book.glue_full_run("quadratic_models_catapult", {
 #   $c = 0.5$ to $c = 1.5$ is small and changes sign across seeds on this task, for the network and the NQM alike
 #   (section 4). The paper's evidence is on real data sets (CIFAR-2, MNIST, SVHN, speech and text) with the best
 #   test loss during training; we did not run those.
+# * **Against the next chapter.** {doc}`catapults_in_sgd` trains the same two-layer network on the same target
+#   $x_1 x_2$ with $n$ = 256, $d$ = 20, $m$ = 1,024 and 600 steps, and there the catapult run at $c = 1.5$ ends with
+#   a lower test loss than the run at $c = 0.5$ ($\log_{10}$ of the ratio {glue:text}`cal_next_catapult_test` over
+#   that chapter's ten calibration seeds); here ($n$ = 64, $d$ = 10,
+#   $m$ = 2,048, 300 steps) the sign changes from seed to seed. The two chapters thus point in opposite
+#   directions; we have not isolated which of the differences (the number of training points, the dimension, the
+#   width, the number of steps) turns the sign, and neither setting is the paper's.
 # * **The full profile** ({glue:text}`full_where`, one seed): the same sweep at $m$ = 16,384. The last converging
 #   grid point moved up to {glue:text}`full_edges`, next to the paper's $c = 2$, and the catapult peak at $c = 1.5$
 #   grew to {glue:text}`full_peaks` (this run, at $m$ = {glue:text}`width`: {glue:text}`peak_quad` times for the

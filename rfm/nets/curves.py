@@ -237,6 +237,52 @@ def logistic_onset(rate: float, x0: float, x_inf: float, fraction: float = 0.5) 
     return math.log((x_inf / x0 - 1) * fraction / (1 - fraction)) / rate
 
 
+def spike_intervals(losses, factor: float = 2.0) -> list[tuple[int, int]]:
+    """The loss spikes of :func:`count_spikes`, as (start, end) steps.
+
+    ``start`` is the step of the last loss below ``factor`` times the running minimum before the spike (the step
+    before the loss first exceeds it), ``end`` the first step where the loss is back below it (for a run that
+    diverges or ends inside a spike: the last step).
+
+    Parameters
+    ----------
+    losses : sequence of float
+        The training losses, in order.
+    factor : float
+        How far above the running minimum (> 1) a spike starts.
+
+    Returns
+    -------
+    list of (int, int)
+        One pair per spike, in order; its length is :func:`count_spikes`.
+
+    Examples
+    --------
+    >>> spike_intervals([1.0, 0.9, 5.0, 3.0, 0.8, 0.7])
+    [(1, 4)]
+    """
+    check_number("factor", factor, low=1, low_inclusive=False)
+    values = [float(v) for v in torch.as_tensor(losses, dtype=torch.float64).reshape(-1).tolist()]
+    spans, low, start = [], math.inf, None
+    for t, v in enumerate(values):
+        if not math.isfinite(v):
+            if start is None:
+                start = max(t - 1, 0)
+            break
+        if start is not None:
+            if v < factor * low:
+                spans.append((start, t))
+                start = None
+                low = min(low, v)
+        elif v > factor * low:
+            start = max(t - 1, 0)
+        else:
+            low = min(low, v)
+    if start is not None:
+        spans.append((start, len(values) - 1))
+    return spans
+
+
 def count_spikes(losses, factor: float = 2.0) -> int:
     """The number of loss spikes in a sequence of training losses, by a fixed rule.
 

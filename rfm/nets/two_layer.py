@@ -355,7 +355,7 @@ def two_layer_loss(U, v, X, y) -> float:
 
 
 def two_layer_sgd(X, y, U0, v0, *, lr: float, batch_size: int, epochs: int, generator=0, X_test=None,
-                  y_test=None, blowup: float = 1e8, max_steps: int | None = None) -> dict:
+                  y_test=None, blowup: float = 1e8, max_steps: int | None = None, kernel_every: int = 0) -> dict:
     """Mini-batch SGD on the two-layer network from (U0, v0), on L_B = (1/2b) sum_{i in B} r_i^2.
 
     Each epoch draws a random permutation of the n training points (``generator`` seeds it) and takes
@@ -365,6 +365,8 @@ def two_layer_sgd(X, y, U0, v0, *, lr: float, batch_size: int, epochs: int, gene
     loss passed ``blowup`` times its initial value or became non-finite; the run stops there), ``test`` (the
     final test loss, None without test data or after divergence) and the final ``U``, ``v``. ``max_steps`` stops the
     run after that many steps, with the batches of the whole run (to replay a run up to a step of interest).
+    ``kernel_every > 0`` adds ``sharpness`` [(step, lambda_max(K)/n)], the full-batch tangent kernel's sharpness
+    at step 0 and after every ``kernel_every`` steps (the quantity :func:`two_layer_gd` records).
 
     Parameters
     ----------
@@ -384,23 +386,33 @@ def two_layer_sgd(X, y, U0, v0, *, lr: float, batch_size: int, epochs: int, gene
         The divergence threshold, relative to the initial loss.
     max_steps : int, optional
         Stop after this many steps.
+    kernel_every : int, default=0
+        How often the full-batch sharpness is measured (0: never).
 
     Returns
     -------
     dict
-        ``loss``, ``steps``, ``diverged``, ``test``, ``U``, ``v`` as above.
+        ``loss``, ``steps``, ``diverged``, ``test``, ``U``, ``v`` as above, and ``sharpness`` when
+        ``kernel_every > 0``.
     """
     check_number("lr", lr, low=0, low_inclusive=False)
     check_number("epochs", epochs, low=1, integer=True)
     check_number("blowup", blowup, low=1, low_inclusive=False)
     if max_steps is not None:
         check_number("max_steps", max_steps, low=0, integer=True)
+    check_number("kernel_every", kernel_every, low=0, integer=True)
     X, y, X_test, y_test = check_data(U0, v0, X, y, X_test, y_test)
     n, (m, d) = X.shape[0], U0.shape
     check_number("batch_size", batch_size, low=1, high=n, integer=True)
     g = make_generator(generator)
     U, v = U0.clone(), v0.clone()
     losses, diverged = [two_layer_loss(U, v, X, y)], False
+
+    def lam_now():
+        _, Fv, Cu = features("network", U, v, U, v, X)
+        return sharpness((Fv @ Fv.T + (Cu @ Cu.T) * (X @ X.T) / d) / m)
+
+    lams = [(0, lam_now())] if kernel_every else None
 
     def stop():
         return max_steps is not None and len(losses) - 1 >= max_steps
@@ -422,10 +434,15 @@ def two_layer_sgd(X, y, U0, v0, *, lr: float, batch_size: int, epochs: int, gene
             if not math.isfinite(loss) or loss > blowup * max(losses[0], 1e-300):
                 diverged = True
                 break
+            if kernel_every and (len(losses) - 1) % kernel_every == 0:
+                lams.append((len(losses) - 1, lam_now()))
         if diverged or stop():
             break
     test = two_layer_loss(U, v, X_test, y_test) if X_test is not None and not diverged else None
-    return {"loss": losses, "steps": len(losses) - 1, "diverged": diverged, "test": test, "U": U, "v": v}
+    out = {"loss": losses, "steps": len(losses) - 1, "diverged": diverged, "test": test, "U": U, "v": v}
+    if kernel_every:
+        out["sharpness"] = lams
+    return out
 
 
 def two_layer_input_gradients(U, v, X) -> torch.Tensor:

@@ -71,3 +71,12 @@ def test_count_spikes_counts_excursions_above_twice_the_running_minimum():
     assert curves.count_spikes([4.0, 2.0, 1.0, 5.0, 0.9, 0.5, 3.0, 0.4]) == 2
     assert curves.count_spikes([3.0, 2.0, 1.0]) == 0
     assert curves.count_spikes([1.0, 0.5, float("inf")]) == 1        # divergence is one spike
+
+
+def test_spike_intervals_are_the_spikes_that_count_spikes_counts():
+    losses = [4.0, 2.0, 1.0, 5.0, 0.9, 0.5, 3.0, 2.5, 0.4]
+    assert curves.spike_intervals(losses) == [(2, 4), (5, 8)]
+    assert len(curves.spike_intervals(losses)) == curves.count_spikes(losses)
+    assert curves.spike_intervals([1.0, 0.5, 2.0, float("nan")]) == [(1, 3)]
+    assert curves.count_spikes([1.0, 0.5, 2.0, float("nan")]) == 1
+    assert curves.spike_intervals([3.0, 2.0, 1.0]) == []

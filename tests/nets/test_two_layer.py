@@ -45,3 +45,16 @@ def test_the_closed_form_agop_and_ntk_are_autograds():
         J.append(torch.cat([gu.reshape(-1), gv]))
     J = torch.stack(J)
     torch.testing.assert_close(two_layer.two_layer_ntk("network", U, v, U, v, X), J @ J.T, rtol=1e-10, atol=1e-12)
+
+
+def test_sgd_sharpness_record_equals_gd_at_full_batch():
+    g = torch.Generator().manual_seed(0)
+    X = torch.randn(12, 3, generator=g, dtype=torch.float64)
+    y = X[:, 0] * X[:, 1]
+    U0, v0 = two_layer.two_layer_init(3, 32, generator=1)
+    gd = two_layer.two_layer_gd("network", X, y, U0, v0, lr=0.3, steps=6, kernel_every=2)
+    sgd = two_layer.two_layer_sgd(X, y, U0, v0, lr=0.3, batch_size=12, epochs=6, kernel_every=2)
+    assert [t for t, _ in sgd["sharpness"]] == [t for t, _ in gd["sharpness"]] == [0, 2, 4, 6]
+    torch.testing.assert_close(torch.tensor([s for _, s in sgd["sharpness"]]),
+                               torch.tensor([s for _, s in gd["sharpness"]]), rtol=1e-10, atol=0)
+    assert "sharpness" not in two_layer.two_layer_sgd(X, y, U0, v0, lr=0.3, batch_size=4, epochs=1)
