@@ -10,12 +10,14 @@ TASKS.json::
     {"calibrate": {"<slug>": {"params": {...}, "seeds": 10}, ...},
      "runs": [{"chapter": "<slug>", "name": "seed11", "profile": "smoke", "params": {"seed": 11}}, ...]}
 
-Each run's record (what ``rfm.book.Checks.finish`` writes) is copied to ``OUT/records/<slug>/<name>.json`` as soon
-as it ends, so a run cut short by the budget loses only itself. At the end each chapter whose seeds all ran is
-merged (:func:`rfm.book.checks.calibration_from_records`) into ``OUT/calibration/<slug>.json``, the file that
-``scripts/calibrate.py`` writes to ``results/calibration/``; ``OUT/summary.json`` lists every run with its status,
-seconds and, for a failure, the end of its output. The longest runs start first (expected times from the committed
-calibrations). Set ``RFM_BOOK_COMMIT`` to the commit the tree was copied from when it travels without ``.git``.
+Each run's record (what ``rfm.book.Checks.finish`` writes, with its seconds) is added to ``OUT/records.json``
+(``{"<slug>/<name>": record}``) as soon as it ends, so a run cut short by the budget loses only itself; one file,
+because the device tool brings back only a few files and folders of little depth. At the end each chapter whose
+seeds all ran is merged (:func:`rfm.book.checks.calibration_from_records`) into ``OUT/calibration/<slug>.json``, the
+file that ``scripts/calibrate.py`` writes to ``results/calibration/``; ``OUT/summary.json`` lists every run with its
+status, seconds and, for a failure, the end of its output. The longest runs start first (expected times from the
+committed calibrations). Set ``RFM_BOOK_COMMIT`` to the commit the tree was copied from when it travels without
+``.git``.
 """
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ import os
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -34,6 +37,8 @@ ROOT = HERE.parents[1]
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(ROOT))
 from gpu_queue import script_source  # noqa: E402
+
+_LOCK = threading.Lock()
 
 
 def expected_seconds(slug: str) -> float:
@@ -86,11 +91,16 @@ def run_task(task: dict, out: Path, deadline: float) -> dict:
     rec["seconds"] = round(time.perf_counter() - t0, 1)
     found = work / f"{slug}_{task['profile']}.json"
     if code == 0 and found.exists():
-        dest = out / "records" / slug / f"{name}.json"
+        dest = work.parent.parent / "records" / slug / f"{name}.json"
         dest.parent.mkdir(parents=True, exist_ok=True)
         record = json.loads(found.read_text())
         record["seconds"] = rec["seconds"]
         dest.write_text(json.dumps(record, indent=1) + "\n")
+        with _LOCK:
+            path = out / "records.json"
+            allrec = json.loads(path.read_text()) if path.exists() else {}
+            allrec[f"{slug}/{name}"] = record
+            path.write_text(json.dumps(allrec) + "\n")
         rec["status"] = "ok"
     else:
         rec["status"], rec["tail"] = ("timeout" if code == "timeout" else "failed"), tail
@@ -107,7 +117,8 @@ def merge(out: Path, spec: dict, runs: list[dict]) -> None:
         if not mine or any(r["status"] != "ok" for r in mine):
             print(f"{slug}: calibration incomplete ({sum(r['status'] == 'ok' for r in mine)}/{len(mine)} seeds)")
             continue
-        records = [json.loads((out / "records" / slug / f"{r['name']}.json").read_text()) for r in mine]
+        allrec = json.loads((out / "records.json").read_text())
+        records = [allrec[f"{slug}/{r['name']}"] for r in mine]
         calib = calibration_from_records(records, {r["params"]["seed"]: r["seconds"] for r in mine})
         calib["jobs"] = "device_calibrate (one thread a run)"
         write_json(out / "calibration" / f"{slug}.json", calib)
