@@ -45,7 +45,8 @@
 # pages and code (November 2026) again found only the abstract, a summary and the reviews. The FACT-RFM update
 # rules below, the modulus $p = 61$ with 75 iterations, the five-hidden-layer network and the figure numbers
 # (Fig. 2, Fig. 8) come from secondary sources, a Chinese-language summary of the ICLR 2026 version and the public
-# OpenReview reviews, and are labelled so where they appear; we could not read the paper's Section 4, so **the paper's normalisation, bandwidths, ridge and
+# OpenReview reviews, and are labelled so where they appear; we could not read the paper's Section 4, so **the
+# paper's normalisation, bandwidths, ridge and
 # its exact kernel form of the FACT are unknown to us**. The kernel FACT of this chapter is **our reconstruction**
 # (derived below), and every setting is ours unless the text says where it was read. The paper's tabular means are
 # not quoted: we did not read them in the paper.
@@ -159,7 +160,8 @@ print(f"weight-decayed linear regression at its minimiser: FACT residual {linear
 # full-batch L-BFGS on $L_\lambda$ until $\|\nabla L_\lambda\| <$ {glue:text}`lbfgs_tol`. At each stage we compare,
 # for every layer, $W^\top W$ with the FACT matrix and with $\mathrm{AGOP}^{1/2}$ (the NFA, the AGOP of the outputs
 # with respect to the layer's input), by the Pearson correlation of the flattened matrices, the measure the
-# reviews report for the paper's Fig. 2 (per the reviews; not read in the paper). We use GELU rather than ReLU because L-BFGS needs a smooth loss to reach
+# reviews report for the paper's Fig. 2 (per the reviews; not read in the paper). We use GELU rather than ReLU
+# because L-BFGS needs a smooth loss to reach
 # a critical point: in our trials with ReLU the gradient norm stalled far above the tolerance. The paper's
 # network (a five-hidden-layer MLP with weight decay $10^{-4}$ on MNIST and CIFAR-10, according to the summary and
 # the reviews) is the full profile's.
@@ -256,9 +258,9 @@ plt.show()
 # as a sanity check, not a reproduction. The informative comparison is the control: the same network trained to
 # convergence without weight decay (training loss {glue:text}`loss_nodecay`, gradient norm
 # {glue:text}`grad_nodecay`) has a FACT correlation of at most {glue:text}`fact_nodecay_max` in every layer, while its
-# NFA correlation stays at least {glue:text}`nfa_nodecay_min`. So the FACT depends on weight decay and the NFA does
-# not. Early in training (after {glue:text}`early_steps` steps of gradient descent) the FACT correlation is at most
-# {glue:text}`fact_early_max`: the theorem says nothing about a network that is not at a critical point. The NFA
+# NFA correlation stays at least {glue:text}`nfa_nodecay_min`. So the FACT correlation needs weight decay; the NFA
+# correlation, in this comparison, does not. Early in training (after {glue:text}`early_steps` steps of gradient
+# descent) the FACT correlation is at most {glue:text}`fact_early_max`: the theorem says nothing about a network that is not at a critical point. The NFA
 # correlation is {glue:text}`nfa_early_range` early and {glue:text}`nfa_end_range` at the end: high throughout, but
 # below 1, whereas the FACT correlation at a critical point is 1 by algebra. These two networks took
 # {glue:text}`net_seconds` s.
@@ -286,7 +288,8 @@ plt.show()
 # because every update is followed by the normalisation by the largest entry. It is a definition, not a derivation,
 # at $\mu = 0$.
 #
-# The update rules, as the summary gives them (not read in the paper): **FACT-RFM** sets $M_{t+1} = (F_t F_t^\top)^{1/2}$ (i.e. $W_{t+1} =
+# The update rules, as the summary gives them (not read in the paper): **FACT-RFM** sets
+# $M_{t+1} = (F_t F_t^\top)^{1/2}$ (i.e. $W_{t+1} =
 # (F F^\top)^{1/4}$), and the **geometric-mean variant** $M_{t+1} = (F_t M_t^2 F_t^\top)^{1/4}$; the exponents make
 # $M = F$ a fixed point (tested). The RFM estimators take them as `update="fact"` and `update="fact_geometric"`
 # (or any callable) in the one RFM loop of the package. After each update we divide $M$ by its largest entry, for
@@ -305,7 +308,8 @@ print(f"M = F is a fixed point of both updates: largest deviation {fixed_point_g
 #
 # The task of {doc}`the grokking chapter <grokking_modular_arithmetic>`: all pairs $(x, y)$ with label $x + y \bmod p$,
 # inputs the concatenated one-hot codes, half of the pairs for training, $p$ = {glue:text}`grok_p` (the paper, per
-# the summary (we did not read it in the paper), uses $p = 61$ and 75 iterations: the full profile's settings). Both machines use the Gaussian kernel with
+# the summary (we did not read it in the paper), uses $p = 61$ and 75 iterations: the full profile's settings).
+# Both machines use the Gaussian kernel with
 # bandwidth 2.5 and no ridge, as the grokking chapter; NFA-RFM uses the centred AGOP to the power 1/2. Iteration 0
 # is the plain Gaussian kernel machine (the control), and `rfm.nets.callbacks.GrokkingProgress` records the test
 # accuracy and the circulant deviation of the off-diagonal block of $M$ (the share of its centred energy outside
