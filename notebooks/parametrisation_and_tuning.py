@@ -505,7 +505,7 @@ plt.show()
 # * `lr_edge_transfer`: how far the largest stable learning rate moves across widths under SP (the control) minus
 #   under the spectral scheme, in grid steps (factors of two). The same difference for the *best* rate was 1 to 3
 #   grid steps in our trials (1 at seed 0: no margin), so it is recorded (`transfer_shift`), not checked, at the
-#   smoke scale.
+#   smoke scale. Rule: {glue:text}`cal_lr_edge_transfer`.
 # * `mlp_edge_bend`: the MLP's $\eta_{\max}$ slope at $\gamma \le 1$ minus at $\gamma \ge 3$ (the small-γ regime is
 #   the control for the large-γ one): {glue:text}`cal_mlp_edge_bend`.
 # * `mlp_large_slope_positive`: the large-γ slope of $\eta^*$: {glue:text}`cal_mlp_large_slope_positive`.
@@ -514,7 +514,8 @@ plt.show()
 # * `collapse_vs_small_gamma`: the rescaled RMS gap of the two smallest γ (the control) minus that of the two
 #   largest: {glue:text}`cal_collapse_vs_small_gamma`.
 # * `carbs_best_loss_at_equal_cost`: the median over searches of random search's best loss at CARBS's cost minus
-#   CARBS's best loss (random search, given the same compute, is the control).
+#   CARBS's best loss (random search, given the same compute, is the control):
+#   {glue:text}`cal_carbs_best_loss_at_equal_cost`.
 # * sanity `one_step_rank_one`: the largest stable rank of a one-example update, minus 1 (by construction).
 # * sanity `toy_depth_one`: the depth-one toy's edge over $2\gamma^2$, minus 1 (algebra).
 # * sanity `toy_small_slope_error`, `toy_large_slope_error`: the largest distance of the toy's slopes from 2 (small
