@@ -32,7 +32,8 @@
 # This chapter checks, at small scale on a 2-core CPU:
 #
 # 1. the FACT layer by layer in a weight-decayed network on handwritten digits trained to a critical point (gradient
-#    descent, then L-BFGS), against the NFA on the same network and against the same network early in training;
+#    descent, then L-BFGS), against the same network trained to convergence *without* weight decay (the control the
+#    theorem says must fail), with the NFA on the same networks and the network early in training for description;
 # 2. grokking of $x + y \bmod p$ by NFA-RFM and FACT-RFM, with the circulant structure of the learned features;
 # 3. sparse parities: accuracy against the number of samples $n$, and whether diag$(M)$ finds the support, against
 #    the fixed Laplace kernel;
@@ -40,15 +41,18 @@
 #
 # **What we read, and what is ours.** From the paper itself we could read only its abstract (v1 and v2) and the
 # opening of its introduction (arXiv HTML, v2), and the caption of its first figure (the parity $y = x_7 \oplus
-# x_{15} \oplus x_{25} \oplus x_{29}$ on $\{0,1\}^{50}$, "details in Section 4.3"). The FACT-RFM update rules below
-# come from a secondary source, a Chinese-language summary of the ICLR 2026 version, and agree with the public
-# OpenReview reviews; we could not read the paper's Section 4, so **the paper's normalisation, bandwidths, ridge and
+# x_{15} \oplus x_{25} \oplus x_{29}$ on $\{0,1\}^{50}$, "details in Section 4.3"); a second search of the stored
+# pages and code (November 2026) again found only the abstract, a summary and the reviews. The FACT-RFM update
+# rules below, the modulus $p = 61$ with 75 iterations, the five-hidden-layer network and the figure numbers
+# (Fig. 2, Fig. 8) come from secondary sources, a Chinese-language summary of the ICLR 2026 version and the public
+# OpenReview reviews, and are labelled so where they appear; we could not read the paper's Section 4, so **the
+# paper's normalisation, bandwidths, ridge and
 # its exact kernel form of the FACT are unknown to us**. The kernel FACT of this chapter is **our reconstruction**
 # (derived below), and every setting is ours unless the text says where it was read. The paper's tabular means are
 # not quoted: we did not read them in the paper.
 #
-# The smoke profile took 15 s on this book's 2-core CPU when it was idle (seed 0, `scripts/rerun.py`), about a
-# minute under moderate load (in the run shown here: the network
+# The smoke profile took about 15 s on this book's 2-core CPU when it was idle before the no-decay control was added
+# (which adds a second network), about a minute under moderate load (in the run shown here: the network
 # {glue:text}`net_seconds` s, grokking {glue:text}`grok_seconds` s, the parity sweep {glue:text}`par_seconds` s and the
 # tables {glue:text}`tab_seconds` s); during the calibration, with the CPU shared by many jobs, each seed took one to
 # nine minutes.
@@ -156,10 +160,19 @@ print(f"weight-decayed linear regression at its minimiser: FACT residual {linear
 # full-batch L-BFGS on $L_\lambda$ until $\|\nabla L_\lambda\| <$ {glue:text}`lbfgs_tol`. At each stage we compare,
 # for every layer, $W^\top W$ with the FACT matrix and with $\mathrm{AGOP}^{1/2}$ (the NFA, the AGOP of the outputs
 # with respect to the layer's input), by the Pearson correlation of the flattened matrices, the measure the
-# reviews report for the paper's Fig. 2. We use GELU rather than ReLU because L-BFGS needs a smooth loss to reach
+# reviews report for the paper's Fig. 2 (per the reviews; not read in the paper). We use GELU rather than ReLU
+# because L-BFGS needs a smooth loss to reach
 # a critical point: in our trials with ReLU the gradient norm stalled far above the tolerance. The paper's
 # network (a five-hidden-layer MLP with weight decay $10^{-4}$ on MNIST and CIFAR-10, according to the summary and
 # the reviews) is the full profile's.
+#
+# **The control.** The theorem needs $\lambda > 0$: a network trained to convergence *without* weight decay is at a
+# critical point of the plain loss, where $\sum_i \nabla_{Wh}\ell_i\, h_i^\top = 0$ and hence $\sum_i \nabla_h
+# \ell_i\, h_i^\top = W^\top \cdot 0 = 0$: its "FACT matrix" is numerical noise, and nothing ties it to $W^\top W$.
+# So we train a second network from the same initialisation with the same gradient descent and L-BFGS budget and
+# $\lambda = 0$, and compute $-\sum_i \nabla_h \ell_i\, h_i^\top$ for it (scaled by the same $1/(n\lambda)$, which a
+# correlation ignores). If the FACT were a property of any converged network rather than of weight decay, this
+# control would correlate with its $W^\top W$ as well.
 
 # %%
 def network_data():
@@ -187,6 +200,11 @@ polish = nfact.polish_lbfgs(net, Xn, Yn, weight_decay=lam, tol=P.lbfgs_tol, max_
                             iters_per_round=200)
 stages.append({"stage": "L-BFGS", "grad_norm": polish[-1]["grad_norm"],
                "rows": nfact.fact_table(net, Xn, Yn, weight_decay=lam)})
+net0 = nets.MLP(Xn.shape[1], list(P.net_widths), 10, activation="gelu", dtype="float64", generator=seed, device=dev)
+nets.train(net0, Xn, Yn, lr=P.gd_lr, epochs=P.gd_epochs, weight_decay=0.0, threads=1)
+polish0 = nfact.polish_lbfgs(net0, Xn, Yn, weight_decay=0.0, tol=P.lbfgs_tol, max_rounds=P.lbfgs_rounds,
+                             iters_per_round=200)
+rows0 = nfact.fact_table(net0, Xn, Yn, weight_decay=lam)   # lam only scales the matrix: correlations ignore it
 net_seconds = time.perf_counter() - t_net
 
 # %% [markdown]
@@ -196,9 +214,10 @@ net_seconds = time.perf_counter() - t_net
 # %%
 n_layers = net.n_layers
 print(f"{'stage':>8} {'|grad|':>9} " + " ".join(f"{'FACT' + str(l):>7} {'NFA' + str(l):>6}" for l in range(n_layers)))
-for s in stages:
+for s in stages + [{"stage": "no decay", "grad_norm": polish0[-1]["grad_norm"], "rows": rows0}]:
     print(f"{s['stage']:>8} {s['grad_norm']:9.2e} " +
           " ".join(f"{r['fact_corr']:7.3f} {r['nfa_corr']:6.3f}" for r in s["rows"]))
+fact_nodecay_max = max(r["fact_corr"] for r in rows0)
 end, early = stages[-1]["rows"], stages[1]["rows"]
 fact_end_min = min(r["fact_corr"] for r in end)
 fact_early_max = max(r["fact_corr"] for r in early)
@@ -210,32 +229,41 @@ rfm.book.glue_many(net_lambda=lam, lbfgs_tol=P.lbfgs_tol, fmt="{:g}")
 rfm.book.glue_many(grad_end=stages[-1]["grad_norm"], residual_end=residual_end, fmt="{:.1e}")
 rfm.book.glue("fact_end_min", fact_end_min, "{:.4f}")
 rfm.book.glue("fact_early_max", fact_early_max, "{:.2f}")
+rfm.book.glue_many(fact_nodecay_max=fact_nodecay_max, nfa_nodecay_min=min(r["nfa_corr"] for r in rows0), fmt="{:.2f}")
+rfm.book.glue_many(loss_nodecay=polish0[-1]["loss"], grad_nodecay=polish0[-1]["grad_norm"], fmt="{:.1e}")
 nfa_early = [r["nfa_corr"] for r in early]
 rfm.book.glue_many(early_steps=stops[1], nfa_end_range=f"{min(nfa_end):.2f} to {max(nfa_end):.2f}",
                    nfa_early_range=f"{min(nfa_early):.2f} to {max(nfa_early):.2f}")
 rfm.book.glue("net_seconds", net_seconds, "{:.0f}")
 
-# %% mystnb={"figure": {"caption": "Correlation of W^T W with the FACT matrix (solid) and with AGOP^{1/2} (the NFA, dashed), layer by layer, along training: gradient descent (GD, by step) and then L-BFGS to a critical point. The FACT holds only at the end; the NFA correlation is high throughout but not 1.", "name": "fig-fact-rfm-network"}}
+# %% mystnb={"figure": {"caption": "Correlation of W^T W with the FACT matrix (solid) and with AGOP^{1/2} (the NFA, dashed), layer by layer, along training: gradient descent (GD, by step) and then L-BFGS to a critical point; the last column (crosses) is the control, the same network trained to convergence without weight decay. The FACT holds only at the end of the weight-decayed run; the NFA correlation is high throughout but not 1.", "name": "fig-fact-rfm-network"}}
 fig, ax = plt.subplots(figsize=(7, 3.2))
 xs = np.arange(len(stages))
 for l in range(n_layers):
     c = f"C{l}"
     ax.plot(xs, [s["rows"][l]["fact_corr"] for s in stages], "-o", color=c, label=f"layer {l}: FACT")
     ax.plot(xs, [s["rows"][l]["nfa_corr"] for s in stages], "--s", color=c, alpha=0.7, label=f"layer {l}: NFA")
-ax.set_xticks(xs, [s["stage"] for s in stages], rotation=20)
+    ax.plot([len(stages)] * 2, [rows0[l]["fact_corr"], rows0[l]["nfa_corr"]], "x", color=c, ms=8)
+ax.set_xticks(list(xs) + [len(stages)], [s["stage"] for s in stages] + ["no decay"], rotation=20)
 ax.set_ylabel("Pearson correlation with $W^TW$")
 ax.legend(fontsize=7, ncol=2)
 rfm.book.savefig(fig, "fact_rfm_network", output_dir=output_dir)
 plt.show()
 
 # %% [markdown]
-# {numref}`fig-fact-rfm-network` shows the two regimes the reviews describe for the paper's Fig. 8. Once
-# $\|\nabla L_\lambda\|$ is down to {glue:text}`grad_end`, the correlation of $W^\top W$ with the FACT matrix is at
-# least {glue:text}`fact_end_min` in every layer (relative residual at most {glue:text}`residual_end`): the theorem,
-# as the algebra promised. Early in training (after {glue:text}`early_steps` steps of gradient descent) it is at most
-# {glue:text}`fact_early_max`: the FACT says nothing about a network that is not at a critical point. The NFA
+# {numref}`fig-fact-rfm-network` shows the two regimes the reviews describe for the paper's Fig. 8 (per the reviews;
+# we did not read that figure). Once $\|\nabla L_\lambda\|$ is down to {glue:text}`grad_end`, the correlation of
+# $W^\top W$ with the FACT matrix is at least {glue:text}`fact_end_min` in every layer (relative residual at most
+# {glue:text}`residual_end`). This is a consequence of the algebra once L-BFGS has converged, so the book counts it
+# as a sanity check, not a reproduction. The informative comparison is the control: the same network trained to
+# convergence without weight decay (training loss {glue:text}`loss_nodecay`, gradient norm
+# {glue:text}`grad_nodecay`) has a FACT correlation of at most {glue:text}`fact_nodecay_max` in every layer, while its
+# NFA correlation stays at least {glue:text}`nfa_nodecay_min`. So the FACT correlation needs weight decay; the NFA
+# correlation, in this comparison, does not. Early in training (after {glue:text}`early_steps` steps of gradient
+# descent) the FACT correlation is at most {glue:text}`fact_early_max`: the theorem says nothing about a network that is not at a critical point. The NFA
 # correlation is {glue:text}`nfa_early_range` early and {glue:text}`nfa_end_range` at the end: high throughout, but
-# below the FACT at convergence. This network took {glue:text}`net_seconds` s.
+# below 1, whereas the FACT correlation at a critical point is 1 by algebra. These two networks took
+# {glue:text}`net_seconds` s.
 #
 # ## FACT-RFM: a kernel version of the FACT (our reconstruction)
 #
@@ -253,7 +281,15 @@ plt.show()
 # kernel_fact` computes $F$ in closed form (the vector-Jacobian product of the predictor with cotangent $\alpha$);
 # the unit tests compare it with autograd through an explicit kernel, for the Gaussian and Laplace kernels.
 #
-# The update rules, as the summary gives them: **FACT-RFM** sets $M_{t+1} = (F_t F_t^\top)^{1/2}$ (i.e. $W_{t+1} =
+# **With no ridge.** The grokking runs below use $\mu = 0$ (interpolation), where the residuals $f(x_i) - y_i =
+# -\mu\alpha_i$ vanish and the FACT of the analogy is the zero matrix. The chapter's kernel FACT is therefore
+# *defined* as the matrix $F$ above, computed from the coefficients $\alpha$ alone: the direction of the analogy's
+# FACT as $\mu \to 0^+$ (it is $\mu/\lambda$ times $F$ for every $\mu > 0$). Only its direction matters here,
+# because every update is followed by the normalisation by the largest entry. It is a definition, not a derivation,
+# at $\mu = 0$.
+#
+# The update rules, as the summary gives them (not read in the paper): **FACT-RFM** sets
+# $M_{t+1} = (F_t F_t^\top)^{1/2}$ (i.e. $W_{t+1} =
 # (F F^\top)^{1/4}$), and the **geometric-mean variant** $M_{t+1} = (F_t M_t^2 F_t^\top)^{1/4}$; the exponents make
 # $M = F$ a fixed point (tested). The RFM estimators take them as `update="fact"` and `update="fact_geometric"`
 # (or any callable) in the one RFM loop of the package. After each update we divide $M$ by its largest entry, for
@@ -272,7 +308,8 @@ print(f"M = F is a fixed point of both updates: largest deviation {fixed_point_g
 #
 # The task of {doc}`the grokking chapter <grokking_modular_arithmetic>`: all pairs $(x, y)$ with label $x + y \bmod p$,
 # inputs the concatenated one-hot codes, half of the pairs for training, $p$ = {glue:text}`grok_p` (the paper, per
-# the summary, uses $p = 61$ and 75 iterations: the full profile). Both machines use the Gaussian kernel with
+# the summary (we did not read it in the paper), uses $p = 61$ and 75 iterations: the full profile's settings).
+# Both machines use the Gaussian kernel with
 # bandwidth 2.5 and no ridge, as the grokking chapter; NFA-RFM uses the centred AGOP to the power 1/2. Iteration 0
 # is the plain Gaussian kernel machine (the control), and `rfm.nets.callbacks.GrokkingProgress` records the test
 # accuracy and the circulant deviation of the off-diagonal block of $M$ (the share of its centred energy outside
@@ -468,13 +505,9 @@ rfm.book.glue("tab_seconds", tab_seconds, "{:.0f}")
 # The table below reads `results/calibration/fact_rfm.json` (seeds 0-9 of the smoke profile). Claims, each against
 # a control from the same run:
 #
-# * `fact_at_convergence`: the smallest, over layers, correlation of $W^\top W$ with the FACT matrix after L-BFGS.
-# * `fact_needs_convergence`: that minus the largest FACT correlation early in gradient descent (the control: the same
-#   network before it is near a critical point).
-# * `fact_beats_nfa_at_convergence`: the smallest, over layers, FACT correlation minus NFA correlation at the end
-#   (the control: the NFA on the same network).
-# * `grokking_delay`: the largest test accuracy of NFA-RFM and FACT-RFM in iterations 0-5, while the training
-#   accuracy is 1 (sanity `interpolates`).
+# * `fact_needs_weight_decay`: the smallest, over layers, correlation of $W^\top W$ with the FACT matrix after
+#   L-BFGS with weight decay, minus the largest one in the same network trained to convergence without weight decay
+#   (the control: if the FACT held for any converged network, this difference would be near 0).
 # * `nfa_grokks`, `fact_grokks`: final test accuracy minus iteration 0's (the fixed Gaussian kernel).
 # * `fact_circulant`: circulant deviation of FACT-RFM's $M$ after one update minus after the last.
 # * `parity_transition`: FACT-RFM's largest accuracy gain between consecutive $n$ minus the Laplace kernel's.
@@ -484,19 +517,23 @@ rfm.book.glue("tab_seconds", tab_seconds, "{:.0f}")
 #
 # Sanity checks (algebra, or what the set-up guarantees): the closed-form critical point of weight-decayed linear
 # regression satisfies the FACT; $M = F$ is a fixed point of both updates; L-BFGS reached the gradient tolerance;
-# the relative FACT residual at the end is small (it is bounded by the gradient norm); both machines interpolate.
+# `fact_at_convergence`, the FACT correlation after L-BFGS, and the relative FACT residual (both follow from the
+# gradient norm by the algebra of the theorem); both machines interpolate.
+#
+# **Removed in this revision.** `fact_needs_convergence` compared with the network six gradient steps from
+# initialisation, a control that loses whether or not the theorem is right; `fact_beats_nfa_at_convergence` was, at
+# a critical point where the FACT correlation is 1 by algebra, a test that the NFA correlation is below 1;
+# `grokking_delay` (at most 0.05 test accuracy in iterations 0-5) was 0 at every seed with nothing to compare it
+# with. The first and the last are described in the text, the NFA correlations are recorded.
 #
 # **Calibration.** `results/calibration/fact_rfm.json` holds seeds 0-9 of the smoke profile
 # (`scripts/calibrate.py fact_rfm --seeds 10 --jobs 1`; on the shared CPU each seed took 1 to 9 minutes).
-# Rules, worst seed and margin, read from that file: `fact_at_convergence`: {glue:text}`cal_fact_at_convergence`;
-# `fact_needs_convergence`: {glue:text}`cal_fact_needs_convergence`; `fact_beats_nfa_at_convergence`:
-# {glue:text}`cal_fact_beats_nfa_at_convergence`; `grokking_delay`: {glue:text}`cal_grokking_delay`; `nfa_grokks`:
+# Rules, worst seed and margin, read from that file: `fact_needs_weight_decay`:
+# {glue:text}`cal_fact_needs_weight_decay`; `fact_at_convergence`: {glue:text}`cal_fact_at_convergence`; `nfa_grokks`:
 # {glue:text}`cal_nfa_grokks`; `fact_grokks`: {glue:text}`cal_fact_grokks`; `fact_circulant`:
 # {glue:text}`cal_fact_circulant`; `parity_transition`: {glue:text}`cal_parity_transition`; `parity_vs_laplace`:
 # {glue:text}`cal_parity_vs_laplace`; `parity_small_n_hard`: {glue:text}`cal_parity_small_n_hard`; `parity_support`
-# holds at {glue:text}`cal_parity_support_passing` seeds. The margin of
-# `fact_beats_nfa_at_convergence` is thin by nature: 0 is the claim itself (the FACT correlation above the NFA's in
-# every layer), not a tuned threshold. The sanity `lbfgs_converged` was calibrated with the rule ≤ 1e-6 (the L-BFGS tolerance) and failed at
+# holds at {glue:text}`cal_parity_support_passing` seeds. The sanity `lbfgs_converged` was calibrated with the rule ≤ 1e-6 (the L-BFGS tolerance) and failed at
 # two seeds, where L-BFGS ran out of rounds at a gradient norm of up to {glue:text}`cal_lbfgs_converged_worst` (their FACT correlations were still
 # above 0.9999999); its rule is now ≤ 1e-5, and the calibration was rerun by `scripts/calibrate.py` at the final rules
 # (every value identical to the first run's). The checks are calibrated at the smoke defaults only: in our trials FACT-RFM's final accuracy was
@@ -505,14 +542,9 @@ rfm.book.glue("tab_seconds", tab_seconds, "{:.0f}")
 # %%
 checks = rfm.book.Checks("fact_rfm", P, seed=seed, device=dev, output_dir=output_dir)
 rfm.book.glue_calibration("fact_rfm")
-checks.claim("fact_at_convergence", fact_end_min, at_least=0.99,
-             what="min over layers of corr(W^T W, FACT) after L-BFGS")
-checks.claim("fact_needs_convergence", fact_end_min - fact_early_max, at_least=0.2,
-             what=f"that minus the max over layers of corr(W^T W, FACT) after {stages[1]['stage']} steps")
-checks.claim("fact_beats_nfa_at_convergence", fact_minus_nfa_end, at_least=0.0,
-             what="min over layers of corr(W^T W, FACT) - corr(W^T W, AGOP^1/2) after L-BFGS")
-checks.claim("grokking_delay", grok_early_max, at_most=0.05,
-             what=f"max test accuracy of NFA-RFM and FACT-RFM in iterations 0-{EARLY}")
+checks.claim("fact_needs_weight_decay", fact_end_min - fact_nodecay_max, at_least=0.5,
+             what="min over layers of corr(W^T W, FACT) with weight decay, minus the max over layers of the same "
+                  "network trained to convergence without weight decay (the control)")
 checks.claim("nfa_grokks", nfa_g["test_acc"][-1] - nfa_g["test_acc"][0], at_least=0.5,
              what="NFA-RFM final test accuracy minus iteration 0's (fixed Gaussian kernel)")
 checks.claim("fact_grokks", fact_g["test_acc"][-1] - fact_g["test_acc"][0], at_least=0.5,
@@ -538,10 +570,14 @@ checks.sanity("fact_fixed_point", fixed_point_gap, at_most=1e-10,
               what="M = F is a fixed point of the FACT and geometric updates")
 checks.sanity("lbfgs_converged", stages[-1]["grad_norm"], at_most=10 * P.lbfgs_tol,
               what="gradient norm of L_lambda after L-BFGS")
+checks.sanity("fact_at_convergence", fact_end_min, at_least=0.99,
+              what="min over layers of corr(W^T W, FACT) after L-BFGS (algebra, given lbfgs_converged)")
 checks.sanity("fact_residual_small", residual_end, at_most=1e-2,
               what="max over layers of |W^T W - FACT|_F / |W^T W|_F after L-BFGS")
 checks.sanity("interpolates", grok_train_min, at_least=1.0, what="training accuracy of both machines, every iteration")
 checks.record(stages=[{"stage": s["stage"], "grad_norm": s["grad_norm"], "rows": s["rows"]} for s in stages],
+              no_decay={"loss": polish0[-1]["loss"], "grad_norm": polish0[-1]["grad_norm"], "rows": rows0},
+              fact_minus_nfa_end=fact_minus_nfa_end, grok_early_max=grok_early_max,
               grokking={k: {c: v for c, v in r.items() if c != "M"} for k, r in grok.items()},
               parity={"n": ns, "support": S, **par, "recovered": par_rec},
               tabular={"sets": sets, "methods": mnames, "scores": table.tolist()},
@@ -556,11 +592,16 @@ full = rfm.book.glue_full_run("fact_rfm")
 # %% [markdown]
 # ## What we reproduced, what we could not, and why
 #
-# * **Reproduced, at small scale.** The FACT holds in every layer of a weight-decayed network trained to a critical
-#   point (correlation at least {glue:text}`fact_end_min` with $W^\top W$), and only there (at most
-#   {glue:text}`fact_early_max` early in training), while the NFA correlation is high throughout but lower at
-#   convergence. FACT-RFM, with our kernel form of the FACT, groks $x + y \bmod p$ with block-circulant features
-#   and shows a sharp transition in $n$ on a 4-sparse parity, with the support found in diag$(M)$.
+# * **Reproduced, at the smoke scale (the largest that ran).** The FACT needs weight decay: in a network trained to a
+#   critical point with weight decay, $W^\top W$ and the FACT matrix correlate at least {glue:text}`fact_end_min` in
+#   every layer (a consequence of the algebra once L-BFGS converged, a sanity check), while the same network trained
+#   to convergence without weight decay correlates at most {glue:text}`fact_nodecay_max` (`fact_needs_weight_decay`).
+#   FACT-RFM, with our kernel form of the FACT, groks $x + y \bmod p$ (its final test accuracy far above the fixed
+#   Gaussian kernel's) with block-circulant features, and on a 4-sparse parity it shows a larger jump in accuracy
+#   between consecutive $n$ than the Laplace kernel, beats it at the largest $n$ and finds the support in diag$(M)$.
+# * **Described, not claimed.** The NFA correlation is high ({glue:text}`nfa_end_range` at convergence) but below
+#   the FACT's 1; the test accuracy of both machines stays at most {glue:text}`grok_early_max` for the first
+#   {glue:text}`grok_early` iterations before it rises.
 # * **Different from the paper, as far as we could read it.** FACT-RFM groks later than NFA-RFM at our $p$; on the
 #   parity NFA-RFM transitions later than FACT-RFM (at the end of our range of $n$, or beyond it), where the summary
 #   describes the two as similar. The
@@ -571,6 +612,6 @@ full = rfm.book.glue_full_run("fact_rfm")
 #   summary and reviews) is not built: its construction was not available to us.
 # * **The full profile** ($p = 61$ for 75 iterations with the geometric variant too, parity $d = 50$, $k = 4$ up to
 #   $n$ = 25,000, a five-hidden-layer width-256 network on the 5,000 MNIST digits with $\lambda = 10^{-4}$, all 43
-#   KEEL sets) is **pending**: no GPU was lent for this chapter and it does not fit this CPU. Its code path was
-#   executed at a tiny size (`scripts/rerun.py` with `profile=full` and small knobs). Committed full run:
-#   {glue:text}`full_where`; checks that failed there: {glue:text}`full_failed`.
+#   KEEL sets; the sizes per the summary and reviews) does not fit this book's CPU and runs on a GPU. Committed full
+#   run: {glue:text}`full_where`; checks that failed there: {glue:text}`full_failed`. Until a full run is committed,
+#   every statement above is at the smoke scale only.

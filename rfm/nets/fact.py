@@ -133,8 +133,9 @@ def polish_lbfgs(model: MLP, X, y, *, weight_decay: float, loss: str = "mse", to
     """Minimise L_lambda by full-batch L-BFGS (strong-Wolfe line search) in rounds of ``iters_per_round``
     iterations until ‖grad L_lambda‖ < ``tol`` or ``max_rounds`` rounds; the model is changed in place. Returns one
     record per round: ``round``, ``loss`` (L_lambda) and ``grad_norm``. Use float64 networks for tolerances below
-    about 1e-4."""
-    check_number("weight_decay", weight_decay, low=0, low_inclusive=False)
+    about 1e-4. ``weight_decay=0`` minimises the plain loss (a control: a network converged without weight decay, to
+    which the FACT does not apply)."""
+    check_number("weight_decay", weight_decay, low=0)
     check_number("tol", tol, low=0, low_inclusive=False)
     check_number("max_rounds", max_rounds, low=1, integer=True)
     check_number("iters_per_round", iters_per_round, low=1, integer=True)

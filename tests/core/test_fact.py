@@ -92,6 +92,16 @@ def test_fact_cross_entropy_critical_point():
     assert fact_residual(net, X, y, 0, weight_decay=0.1, loss="ce") < 1e-6
 
 
+def test_polish_lbfgs_without_weight_decay_reaches_least_squares():
+    """weight_decay=0 minimises the plain loss: for f(x) = W x the minimiser is W = Y^T X (X^T X)^{-1}."""
+    g = torch.Generator().manual_seed(5)
+    X, Y = torch.randn(40, 4, generator=g, dtype=D64), torch.randn(40, 2, generator=g, dtype=D64)
+    net = MLP(4, [], 2, dtype="float64")
+    hist = polish_lbfgs(net, X, Y, weight_decay=0.0, tol=1e-10)
+    assert hist[-1]["grad_norm"] < 1e-10
+    torch.testing.assert_close(net.weight(0).detach(), Y.T @ X @ torch.linalg.inv(X.T @ X), atol=1e-8, rtol=0)
+
+
 def test_network_fact_bad_inputs():
     net = MLP(3, [4], 1, dtype="float64")
     X = torch.randn(5, 3, dtype=D64)
