@@ -11,7 +11,12 @@ machine, date, commit, every check's rule and its value at each seed, and the sc
 min / median / max beside each rule is printed; a rule that fails at some seed is marked and the exit status is 1.
 ``--rule NAME BOUND VALUE`` (BOUND: at_least or at_most) runs nothing: it moves a rule of the committed
 calibration to the chapter's new threshold and judges the recorded values again (the values are the runs'; only the
-rule changes), noting the change in the file's ``rules_moved``. ``-p`` overrides a parameter for every seed
+rule changes), noting the change in the file's ``rules_moved``. ``--update-from RECORD`` runs nothing either: when a
+chapter was relabelled without changing what it computes, a fresh record of its seed 0 (``RFM_BOOK_CHECKS=record``)
+whose every check value equals the calibration's seed-0 value bit for bit shows that the ten seeds' values still
+hold; the calibration then takes the record's kinds, rules and settings, drops the checks the chapter no longer
+has, and notes it in ``updated_from``. A new check, or any value that differs, refuses: run the calibration.
+``-p`` overrides a parameter for every seed
 (calibrating other settings than the profile's defaults writes the file all the same: the chapter compares its
 settings with it).
 """
@@ -87,6 +92,43 @@ def move_rules(path: Path, rules) -> int:
     return 0
 
 
+def update_from(path: Path, record_path: Path) -> int:
+    """Relabel the calibration at ``path`` from a seed-0 record that reproduces its seed-0 values exactly."""
+    sys.path.insert(0, str(ROOT))
+    from rfm.book.checks import IGNORED_SETTINGS, Check, write_json
+
+    calib, record = json.loads(path.read_text()), json.loads(Path(record_path).read_text())
+    if record.get("seed") != 0 or 0 not in calib["seeds"]:
+        raise SystemExit("--update-from needs a record of seed 0 and a calibration that has seed 0")
+    i0 = calib["seeds"].index(0)
+    new, old = record.get("checks", {}), calib["checks"]
+    added = [n for n in new if n not in old]
+    if added:
+        raise SystemExit(f"new checks {added} have no calibrated values: run the calibration")
+    differ = [n for n in new if old[n]["values"][i0] != new[n]["value"]]
+    if differ:
+        raise SystemExit(f"seed 0 gives other values for {differ}: the chapter computes something else; "
+                         "run the calibration")
+    dropped = [n for n in old if n not in new]
+    checks = {}
+    for name, spec in new.items():
+        entry = dict(old[name])
+        rule = Check(name, spec["kind"], None, spec["at_least"], spec["at_most"], spec.get("what", ""))
+        entry.update(kind=spec["kind"], what=spec.get("what", ""), at_least=spec["at_least"],
+                     at_most=spec["at_most"], rule=rule.rule, passed=[rule.passes(v) for v in entry["values"]])
+        checks[name] = entry
+    calib["checks"] = checks
+    calib["settings"] = {k: v for k, v in record.get("params", {}).items() if k not in IGNORED_SETTINGS}
+    calib.setdefault("updated_from", []).append(dict(
+        record_commit=record.get("commit"), record_date=record.get("date"), dropped=dropped,
+        why="relabelled without a new computation: seed 0's every check value equals the calibrated one bit for bit"))
+    write_json(path, calib)
+    failing = [n for n, c in checks.items() if not all(c["passed"])]
+    print(f"updated {path.name}: {len(checks)} checks, dropped {dropped or 'none'}; failing at some seed: "
+          f"{failing or 'none'}")
+    return 1 if failing else 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("chapter", help="the chapter's slug (notebooks/<slug>.py), or the path of a chapter")
@@ -99,9 +141,13 @@ def main(argv=None) -> int:
                                                             "<slug>.json)")
     ap.add_argument("--rule", nargs=3, action="append", default=[], metavar=("NAME", "BOUND", "VALUE"),
                     help="move a rule of the committed calibration (BOUND at_least or at_most); runs nothing")
+    ap.add_argument("--update-from", type=Path, default=None, metavar="RECORD",
+                    help="take kinds, rules and settings from a seed-0 record that reproduces the calibration")
     args = ap.parse_args(argv)
     src = chapter_source(args.chapter)
     slug = src.stem
+    if args.update_from:
+        return update_from(args.out or ROOT / "results" / "calibration" / f"{slug}.json", args.update_from)
     if args.rule:
         return move_rules(args.out or ROOT / "results" / "calibration" / f"{slug}.json", args.rule)
     if args.seeds < 1 or args.jobs < 1:
