@@ -434,11 +434,12 @@ plt.show()
 # On the circle the excess error of `2d_opt` is {glue:text}`opt_excess_small` at $n =$ {glue:text}`n_small` and
 # {glue:text}`opt_excess_big` at $n =$ {glue:text}`n_big`, 1-NN's {glue:text}`nn_excess_big` at the largest $n$, and
 # the majority vote's does not move (means over {glue:text}`curve_seeds` seeds). From $n$ = {glue:text}`n_small` to
-# {glue:text}`n_big` the excess error of `2d_opt` falls by {glue:text}`opt_drop` on average (per seed:
-# {glue:text}`opt_drop_seeds`; the check `opt_excess_drop`), and at the largest $n$ it is {glue:text}`opt_vs_nn_big`
-# below 1-NN's (`opt_beats_1nn_curve`). With a thousand test points a test accuracy has a standard error of about
-# 0.014: these smoke curves separate the singular kernel from 1-NN and the majority vote and show its error
-# falling with $n$, but cannot show it going to 0. The full profile's have five seeds, ten thousand test points
+# {glue:text}`n_big` the excess error of `2d_opt` changes by {glue:text}`opt_drop` on average (a fall is
+# positive; per seed: {glue:text}`opt_drop_seeds`), and at the largest $n$ it is {glue:text}`opt_vs_nn_big`
+# below 1-NN's (the check `opt_beats_1nn_curve`). With a thousand test points a test accuracy has a standard error
+# of about 0.014: these smoke curves separate the singular kernel from 1-NN and the majority vote, but they do
+# **not** show its error falling with $n$ (at seed 0 it did not fall; the drop is recorded, not checked), let
+# alone going to 0. The full profile's have five seeds, ten thousand test points
 # and $n$ to 10,000.
 #
 # ## Checks
@@ -465,8 +466,6 @@ plt.show()
 # * `opt_ntk_minus_1nn`, `opt_ntk_minus_majority`: the test accuracy of the `2d_opt` **NTK** at depth 100 minus
 #   1-NN's and the majority vote's (the abstract's consistency claim is about the NTK of such activations). Rules:
 #   a sign (the NTK must beat both limits of the common activations).
-# * `opt_excess_drop`: the excess error of `2d_opt` over Bayes at the smallest $n$ of the learning curve minus at
-#   the largest, mean over the seeds: the error falls with $n$. Rule: a sign.
 # * `opt_beats_1nn_curve`: 1-NN's excess error minus `2d_opt`'s at the largest $n$ of the curve, mean over the
 #   seeds. Rule: a sign.
 # * `relu_majority_gain`: that agreement minus the same at depth 10: {glue:text}`cal_relu_majority_gain`.
@@ -513,9 +512,6 @@ checks.claim("opt_ntk_minus_1nn", acc_opt_ntk - ref_acc["1-NN"], at_least=0.0,
              what=f"accuracy of the 2d_opt NTK at depth {DEEP} minus 1-NN's, same data")
 checks.claim("opt_ntk_minus_majority", acc_opt_ntk - ref_acc["majority"], at_least=0.0,
              what=f"accuracy of the 2d_opt NTK at depth {DEEP} minus the majority vote's")
-checks.claim("opt_excess_drop", opt_drop, at_least=0.0,
-             what=f"2d_opt excess error over Bayes at n = {ns[0]} minus at n = {ns[-1]}, mean over "
-                  f"{P.curve_seeds} seeds (circle)")
 checks.claim("opt_beats_1nn_curve", opt_vs_nn_big, at_least=0.0,
              what=f"1-NN excess error minus 2d_opt's at n = {ns[-1]}, mean over {P.curve_seeds} seeds (circle)")
 checks.claim("opt_hilbert_minus_1nn_hilbert", opt_hilbert - nn_hilbert, at_least=0.07,
@@ -525,7 +521,8 @@ checks.sanity("hilbert_slope", abs(slope + 0.5), at_most=0.01,
               what="|fitted slope of log K_L vs log(1 - t) + 1/2| for deep 2d_opt (by the derivation)")
 checks.record(reference_accuracy=ref_acc, sweep=table.to_dict(orient="records"),
               curves=curve_mean.reset_index().to_dict(orient="records"), sweep_seconds=sweep_secs,
-              relu_seconds=relu_secs, curve_seconds=curve_secs, chapter_seconds=time.perf_counter() - start)
+              relu_seconds=relu_secs, curve_seconds=curve_secs, opt_excess_drop=opt_drop,
+              opt_excess_drop_seeds=[float(v) for v in opt_drop_seeds], chapter_seconds=time.perf_counter() - start)
 rfm.book.glue("chapter_secs", time.perf_counter() - start, "{:.0f}")
 checks.report()
 checks.finish();
@@ -548,16 +545,18 @@ full = rfm.book.glue_full_run("wide_deep_classification", {
 #   Hilbert kernel $\|x - z\|^{-1}$ of the circle ({numref}`fig-wide-deep-classification-limits`), reaches
 #   {glue:text}`acc_opt` against a Bayes accuracy of {glue:text}`acc_Bayes`, above 1-NN ({glue:text}`acc_1NN`)
 #   and the majority vote ({glue:text}`acc_majority`) that ReLU tends to; its NTK reaches {glue:text}`acc_opt_ntk`.
-#   Its excess error over Bayes falls with $n$ ({glue:text}`opt_drop` from $n$ = {glue:text}`n_small` to
-#   {glue:text}`n_big`, {glue:text}`curve_seeds` seeds), the smoke-scale face of consistency.
+#   At the largest $n$ of the smoke learning curve its excess error over Bayes is below 1-NN's
+#   ({glue:text}`opt_vs_nn_big`, {glue:text}`curve_seeds` seeds).
 # * **Not reproduced: "depth helps".** Among interpolating machines of one activation the deep limit beats the
 #   intermediate depths, but the shallowest kernels, whose matrices are numerically singular so that the solve is a
 #   least-squares fit, do as well or better ({glue:text}`acc_shallow`) on this easy one-dimensional problem. The
 #   abstract contrasts classification with regression, where excessive depth hurts; we did not run the regression
 #   side, and on the circle we see no advantage of depth over a shallow fit.
-# * **Qualified.** Consistency is a statement about $n \to \infty$; the smoke profile's learning curve (one seed,
-#   $n \le$ {glue:text}`n_big`, 1,000 test points) puts `2d_opt`'s excess error at {glue:text}`opt_excess_big`
-#   against 1-NN's {glue:text}`nn_excess_big`, which cannot show convergence; the full profile's curves would.
+# * **Not shown: consistency.** Consistency is a statement about $n \to \infty$; the smoke profile's learning curve
+#   ({glue:text}`curve_seeds` seeds, $n \le$ {glue:text}`n_big`, 1,000 test points) puts `2d_opt`'s excess error at
+#   {glue:text}`opt_excess_big` against 1-NN's {glue:text}`nn_excess_big`, and its change from the smallest $n$
+#   ({glue:text}`opt_drop`, a fall is positive) is within the noise: it cannot show convergence; the full
+#   profile's curves (five seeds, $n$ to 10,000) are the test.
 #   The sizes (1,000 + 1,000 rather than the code's 10,000 + 10,000, 20 points for the ReLU NTK rather than the
 #   code's 100 at depth 50,000) are ours, chosen for a CPU. The three limits are derived here from the duals; the
 #   paper's theorems (their exact conditions) we could not read.
