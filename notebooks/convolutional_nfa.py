@@ -79,6 +79,7 @@ import rfm
 import rfm.book
 from rfm.core.patches import patches
 from rfm.data.images import bars_task, star_task
+from rfm.metrics import subspace_overlap
 from rfm.models.conv import ConvRFMClassifier
 from rfm.nets.conv import ConvNet, cnfa_table
 
@@ -192,6 +193,15 @@ eig_rows = {"W^T W, trained": top_filters(L1["G"], K_TOP, (3, 3)),
             "W^T W, initialisation": top_filters(L1["G0"], K_TOP, (3, 3))}
 top_overlap = abs(float(torch.linalg.eigh(L1["G"])[1][:, -1] @ torch.linalg.eigh(L1["A"])[1][:, -1]))
 top_share = eig_rows["W^T W, trained"][0][0]
+# edge detectors, measured: how much of the top-2 eigenspace of W^T W lies in the span of the two Sobel templates
+# (horizontal and vertical gradients: every oriented first-derivative filter of a 3 x 3 patch is a mix of the two);
+# a random 2-dimensional subspace of the 9 patch directions has 2/9 on average
+SOBEL = torch.tensor([[-1.0, 0, 1], [-2, 0, 2], [-1, 0, 1]], dtype=torch.float64)
+sobel_basis = torch.stack([SOBEL.flatten(), SOBEL.T.flatten()], 1)
+edge_share = {k: subspace_overlap(sobel_basis, torch.linalg.eigh(L1[k].double().cpu())[1][:, -2:])
+              for k in ("G", "G0", "A")}
+rfm.book.glue_many(dict(edge_trained=edge_share["G"], edge_init=edge_share["G0"], edge_agop=edge_share["A"],
+                        edge_random=2 / 9), "{:.2f}")
 rfm.book.glue("top_overlap", f"{top_overlap:.2f}")
 rfm.book.glue("top_share", f"{100 * top_share:.0f} %");
 
@@ -218,10 +228,14 @@ plt.show()
 # The overlap varies with the seed (from 0.36 to 0.996 over the calibration seeds 0–9: the calibration file's
 # `top_eigenvector_overlap`), so "the top eigenvectors agree" holds for some seeds only. In the run this text was
 # written against (seed 0) the two leading eigen-filters of both matrices are smooth signed gradients across the
-# $3 \times 3$ patch, oriented diagonally: edge detectors; their shapes are shown, not checked. This is the mechanism the paper proposes for edge detectors: the
+# $3 \times 3$ patch, oriented diagonally: edge detectors. Measured against Sobel templates (the horizontal and
+# vertical gradients, whose span holds every oriented first-derivative $3 \times 3$ filter), a share of
+# {glue:text}`edge_trained` of the top-2 eigenspace of the trained $W^\top W$ lies in their span, against
+# {glue:text}`edge_init` at initialisation (the control, the check `edge_detectors`) and {glue:text}`edge_random` for a
+# random plane; the trained patch-AGOP's has {glue:text}`edge_agop`. This is the mechanism the paper proposes for edge detectors: the
 # filters grow along the directions in which the network's output is most sensitive to a patch. On a task this
 # simple it is an illustration, not a proof; the paper's evidence is the first layers of ImageNet networks, which we
-# could not load (the eigen-filters' shapes are not checked, only recorded).
+# could not load.
 #
 # ## ConvRFM on a local signal: the star task
 #
@@ -259,6 +273,7 @@ display(pd.DataFrame(crfm.history_).set_index("iteration").drop(columns="solve")
 star_fixed, star_learned = star_acc[0], star_acc[-1]
 rfm.book.glue_many(dict(star_n=P.n_star, star_n_test=P.n_star_test, star_iters=P.star_iters), "{}")
 rfm.book.glue_many(star_fixed=f"{100 * star_fixed:.1f} %", star_learned=f"{100 * star_learned:.1f} %",
+                   star_gain_pts=f"{100 * (star_learned - star_fixed):.1f}",
                    star_secs=f"{star_secs:.0f}");
 
 # %% mystnb={"figure": {"caption": "ConvRFM on the star task: test accuracy against the number of updates of the patch metric M (iteration 0 is the fixed convolutional Laplace kernel, the control), and the top eigenvectors of the learned M as 11 x 11 filters (the two star channels summed).", "name": "fig-convolutional-nfa-star"}}
@@ -285,9 +300,12 @@ plt.show()
 # %% [markdown]
 # {numref}`fig-convolutional-nfa-star`: the fixed convolutional kernel reaches {glue:text}`star_fixed` on the test
 # images; ConvRFM, with the learned patch metric, {glue:text}`star_learned` ({glue:text}`star_secs` s on this
-# machine). The gain from learning $M$ has the size of the authors' 77.95 % → 94.83 %, though with another base kernel
-# and another draw of the data (the spread of the gain over seeds 0–9 is the `star_gain` row of the calibration
-# table under Checks). The top eigenvectors of $M$ (shown summed over the two star channels) were, at seed 0 when this was
+# machine): a gain of {glue:text}`star_gain_pts` percentage points. The authors' notebook goes from 77.95 % to
+# 94.83 % with the CNTK, a gain of 16.9 points. The two gains are not comparable: the base kernels differ, and so
+# does the level of the control. In the full run, on 1,000 test images, our fixed kernel starts much nearer chance
+# (50 %) than their CNTK (accuracies by update of $M$: {glue:text}`full_star`), so the gain there is larger than
+# theirs because our control is weaker, not because ConvRFM learns more. The control the paper's claim is about,
+# the CNTK, is not run here (see the last section). The top eigenvectors of $M$ (shown summed over the two star channels) were, at seed 0 when this was
 # written, smooth: a nearly constant one and two intensity gradients across the patch; the learned metric weights
 # low-frequency patterns of a patch. Their shapes are shown, not checked.
 
@@ -331,11 +349,15 @@ rfm.book.glue("cifar_epochs", f"{P.cifar_epochs}");
 #
 # Each claim is compared with a control from the same run; the thresholds sit beyond the worst of seeds 0–9 (the
 # table below shows the calibration): `cnfa_vs_init` {glue:text}`cal_cnfa_vs_init`; `cnfa_vs_spectrum`
-# {glue:text}`cal_cnfa_vs_spectrum`; `star_gain` {glue:text}`cal_star_gain`.
+# {glue:text}`cal_cnfa_vs_spectrum`; `star_gain` {glue:text}`cal_star_gain`; `edge_detectors`
+# {glue:text}`cal_edge_detectors`.
 #
 # * `cnfa_vs_init`: cos($W^\top W$, patch-AGOP) of the first layer after training minus the same at initialisation.
 # * `cnfa_vs_spectrum`: the same trained correlation minus the spectrum-matched control's.
 # * `star_gain`: ConvRFM's test accuracy after the last update of $M$ minus the fixed kernel's (iteration 0).
+# * `edge_detectors`: the share of the top-2 eigenspace of the first layer's $W^\top W$ in the span of the Sobel
+#   templates, trained minus at initialisation. Rule: a sign (training must move the filters towards edge
+#   detectors).
 # * sanity `patches_are_conv`: the patches times the flattened filters equal `conv2d` (holds by construction; a test of
 #   the implementation on this run's data).
 #
@@ -345,15 +367,18 @@ rfm.book.glue("cifar_epochs", f"{P.cifar_epochs}");
 
 # %%
 checks = rfm.book.Checks("convolutional_nfa", P, seed=seed, device=dev, output_dir=output_dir)
-rfm.book.glue_calibration("convolutional_nfa", fmt="{:.3g}")
+rfm.book.glue_calibration("convolutional_nfa", ["cnfa_vs_init", "cnfa_vs_spectrum", "star_gain", "edge_detectors"],
+                          fmt="{:.3g}")
 checks.claim("cnfa_vs_init", cnfa_trained - cnfa_init, at_least=0.1,
              what="bars: cos(W^T W, patch-AGOP) of layer 1, trained minus at initialisation")
 checks.claim("cnfa_vs_spectrum", cnfa_trained - cnfa_spec, at_least=0.3,
              what="bars: cos(W^T W, patch-AGOP) trained minus the spectrum-matched control")
 checks.claim("star_gain", star_learned - star_fixed, at_least=0.05,
              what="star: ConvRFM test accuracy after the last update of M minus the fixed kernel's")
+checks.claim("edge_detectors", edge_share["G"] - edge_share["G0"], at_least=0.0,
+             what="share of the top-2 eigenspace of layer 1's W^T W in span(Sobel x, Sobel y), trained minus init")
 checks.sanity("patches_are_conv", patch_gap, at_most=1e-4, what="max |patches @ W^T - conv2d| on 50 bar images")
-checks.record(cnfa=cnfa.reset_index().to_dict(orient="records"), bars_accuracy=bars_acc,
+checks.record(cnfa=cnfa.reset_index().to_dict(orient="records"), bars_accuracy=bars_acc, edge_share=edge_share,
               bars_accuracy_init=bars_acc_init, top_eigenvector_overlap=top_overlap, top_eigenvalue_share=top_share,
               star_accuracy=star_acc, star_seconds=star_secs, bars_train_seconds=train_secs, cifar_cnfa=cifar_rows,
               chapter_seconds=time.perf_counter() - start)
@@ -377,15 +402,18 @@ full = rfm.book.glue_full_run("convolutional_nfa", {
 #   convolutional layer and the patch-AGOP become nearly proportional (cosine {glue:text}`cnfa_trained`), well above
 #   both the network at initialisation and a control with the same spectrum in random directions. Their top
 #   eigenvectors overlap by {glue:text}`top_overlap` here (0.36 to 0.996 over the calibration seeds) and look like
-#   oriented edge detectors. ConvRFM's learned patch metric beats the fixed convolutional
-#   kernel on the authors' star task, by a margin of the size their notebook prints.
+#   oriented edge detectors (a share {glue:text}`edge_trained` of their top-2 eigenspace in the span of the Sobel
+#   templates, against {glue:text}`edge_init` at initialisation). ConvRFM's learned patch metric beats the fixed
+#   convolutional Laplace kernel on the authors' star task (gains are not comparable with their notebook's
+#   77.95 % → 94.83 % with the CNTK: another control, weaker in the full run).
 # * **Qualified.** The bars network, its training and the Laplace patch kernel are ours, not the paper's; the
 #   correlation at initialisation is not near zero for a wide random layer, so "the CNFA holds" is a statement about
-#   the gain over it. The edge detectors are shown, not measured against a template.
+#   the gain over it. The edge-detector check is on bars, the task of this chapter, not on natural images.
 # * **Not reproduced here.** The CNFA in ImageNet-pretrained AlexNet, VGG and ResNets: the weights need torchvision
 #   and a download, which this book's offline machine does not have, and the chapter has no code path for them
 #   (rather than an untested one). A CNN trained on CIFAR-10 (section 4) runs for readers online; we have only run
-#   it on a stand-in for the data, so we report no CIFAR-10 values. The convolutional NTK of the authors
+#   it on a stand-in for the data, so we report no CIFAR-10 values: that path waits for the data (and a GPU for its
+#   full size). The convolutional NTK of the authors
 #   (`neural-tangents`, JAX) is not available in torch: a Laplace patch kernel replaces it. Deep ConvRFM
 #   (`rfm.models.conv.DeepConvRFM`, stacked layers with filters drawn from the learned $M$) on digits placed in a noisy frame
 #   was tried in a prototype outside the book and gained little over its first stage, so it is left out of the
@@ -394,7 +422,8 @@ full = rfm.book.glue_full_run("convolutional_nfa", {
 #   feature depth) with a flattened read-out, not a one-layer patch kernel; the digits sit in a $42 \times 42$ frame
 #   of noise with standard deviation $0.5\sqrt{\sigma}$; and the ridge (from $10^{-8}$, $10^{-5}$, $10^{-3}$) and the
 #   $M$ passed to the next depth are the ones with the best *test* accuracy. A deep convolutional NTK in torch is the
-#   missing piece for a faithful rerun.
+#   missing piece for a faithful rerun, and for the star task's control: the authors' CNTK, not our Laplace patch
+#   kernel, is the fixed kernel their gain is measured against. Deep ConvRFM waits for it and for a GPU.
 # * **The full profile** ({glue:text}`full_where`): bars with two convolutional layers
 #   on 4,000 images (the CNFA layer by layer: {glue:text}`full_cnfa`; test accuracy {glue:text}`full_bars_acc`), and
 #   the star task on the notebook's 1,000 test images with three updates of $M$ ({glue:text}`full_star`). Checks that

@@ -204,6 +204,13 @@ for k, fmt in (("tr_gain", "{:+.3f}"), ("pr_gain", "{:+.3f}"), ("tr_gain_big", "
 rfm.book.glue_many(n_small=N_SMALL, n_big=n_big)
 worst_direct = {kind: min(v) for kind, v in tr_vs_direct["laplace"].items()}
 rfm.book.glue("direct_losers", ", ".join(f"{k} ({v:+.3f})" for k, v in worst_direct.items() if v < 0) or "none")
+# the paper's comparison is with the source too: translated minus direct at n_t = N_SMALL
+i_small = P.n_targets.index(N_SMALL)
+tr_direct_small = {name: gap(name, "translated", N_SMALL, against="direct") for name in KERNELS}
+tr_direct_worst = {name: min(v[i_small] for v in tr_vs_direct[name].values()) for name in KERNELS}
+rfm.book.glue_many(dict(tr_direct_small=tr_direct_small["laplace"], tr_direct_small_ntk=tr_direct_small["ntk"],
+                        tr_direct_worst=tr_direct_worst["laplace"], tr_direct_worst_ntk=tr_direct_worst["ntk"]),
+                   "{:+.3f}")
 
 # %% mystnb={"figure": {"caption": "Test accuracy on the corrupted digits against the number of target samples n_t (Laplace kernel, mean over the draws; one panel per corruption). The baseline is the kernel trained on the target alone; direct is the source model as it is; translated and projected are the two transfers.", "name": "fig-transfer-learning-kernels-accuracy"}}
 style = {"baseline": ("tab:red", "o"), "direct": ("tab:gray", None), "translated": ("tab:green", "s"),
@@ -236,7 +243,10 @@ plt.show()
 # minus direct, at its worst over $n_t$, for the corruptions where it is negative: {glue:text}`direct_losers`
 # (Laplace). The caption of the paper's Fig. 3b, which we read, says that on CIFAR-10-C the transferred kernel can
 # outperform both the source and the baseline with as few as 200 target examples; on these small digit tasks that
-# holds only for some corruptions (the table above has the numbers per corruption).
+# holds only for some corruptions (the table above has the numbers per corruption). At $n_t$ =
+# {glue:text}`n_small`, translated minus direct averaged over the corruptions is {glue:text}`tr_direct_small`
+# (NTK: {glue:text}`tr_direct_small_ntk`; the check `translated_vs_direct_small`), and at the worst corruption
+# {glue:text}`tr_direct_worst` (NTK: {glue:text}`tr_direct_worst_ntk`).
 
 # %% [markdown]
 # ## Scaling laws in the number of target samples
@@ -304,6 +314,10 @@ plt.show()
 #   to round-off (at the largest $n_t$ the two meet), margin {glue:text}`cal_translated_worst_case_margin`.
 # * `gap_shrinks`: translated-minus-baseline at $n_t = 20$ minus the same at the largest $n_t$ (Laplace): the gain
 #   of transfer shrinks as target data grow; {glue:text}`cal_gap_shrinks`.
+# * `translated_vs_direct_small`: translated minus the source applied as it is ("direct"), at $n_t = 20$, mean over
+#   the corruptions (Laplace): the paper's Fig. 3b caption says the transferred kernel outperforms the source too.
+#   Rule: a sign (translation must not lose to the source on average). Per corruption it does not hold at every
+#   $n_t$: see the finding in the last section.
 # * sanity `no_target_data_is_source`: translation fitted on no target samples predicts exactly the source's outputs
 #   (by construction).
 #
@@ -328,10 +342,14 @@ checks.claim("translated_worst_case", tr_worst["laplace"], at_least=-0.03,
              what="min over corruptions and n_t of translated - baseline accuracy (Laplace)")
 checks.claim("gap_shrinks", tr_gain["laplace"] - tr_gain_big["laplace"], at_least=0.15,
              what=f"(translated - baseline) at n_t = {N_SMALL} minus the same at n_t = {n_big} (Laplace)")
+checks.claim("translated_vs_direct_small", tr_direct_small["laplace"], at_least=0.0,
+             what=f"translated - direct (source as it is) accuracy at n_t = {N_SMALL}, mean over corruptions "
+                  "(Laplace)")
 checks.sanity("no_target_data_is_source", no_data_gap, at_most=0.0,
               what="max |translation fitted on no target data - source outputs| on the test images")
 checks.record(accuracy=rows, clean_accuracy=clean_acc, translated_gain_big=tr_gain_big,
               translated_minus_direct=tr_vs_direct, projected_gain_small_ntk=pr_gain["ntk"],
+              translated_minus_direct_small_worst=tr_direct_worst, translated_minus_direct_small_ntk=tr_direct_small["ntk"],
               translated_worst_ntk=tr_worst["ntk"],
               scaling_laws=law_table.to_dict(orient="records"), curve_seconds=curve_secs,
               chapter_seconds=time.perf_counter() - start)
@@ -344,6 +362,9 @@ full = rfm.book.glue_full_run("transfer_learning_kernels", {
     "full_gains": lambda f: ", ".join(f"{k} {f['checks'][k]['value']:+.3f}" for k in
                                       ("translated_gain_small", "projected_gain_small", "ntk_translated_gain_small")),
     "full_big": lambda f: f"{f['measured']['translated_gain_big']['laplace']:+.3f}",
+    "full_direct_losers": lambda f: "; ".join(
+        f"{kind}: " + ", ".join(f"{v:+.3f} at n_t = {n}" for n, v in zip(f["params"]["n_targets"], vals) if v < 0)
+        for kind, vals in f["measured"]["translated_minus_direct"]["laplace"].items() if min(vals) < 0),
 })
 
 # %% [markdown]
@@ -359,6 +380,11 @@ full = rfm.book.glue_full_run("transfer_learning_kernels", {
 #   are ours. Translation does not always beat the source model applied as it is: where the corruption barely hurts
 #   the source, a correction fitted to a few residuals lowers its accuracy ({glue:text}`direct_losers`). The power
 #   laws are fits, not the paper's law.
+# * **Not reproduced: "outperforms the source" for every corruption at small $n_t$.** On average over the
+#   corruptions translation beats the source applied as it is at $n_t = 20$ ({glue:text}`tr_direct_small`, the check
+#   `translated_vs_direct_small`), but not for each corruption: translated minus direct, Laplace kernel, where it
+#   is negative in the full run: {glue:text}`full_direct_losers`. Where the corruption leaves the source accurate
+#   (noise, impulse noise), a few target samples do not help and can hurt.
 # * **Not reproduced.** The linear-setting scaling law: we could not read the paper's derivation, so there is no
 #   implementation and no "theory against simulation" figure. The ImageNet32-trained kernels (Laplace, NTK and the
 #   convolutional NTK trained with EigenPro on 1.28 million images in the authors' code), CIFAR-10-C (distributed

@@ -83,7 +83,7 @@ start = time.perf_counter()
 P = rfm.book.settings(
     profile,
     smoke=dict(n_train=1000, n_test=1000, n_relu=20, curve_max=500, curve_ns=[100, 250, 500],
-               curve_dims=[2], curve_seeds=1, curve_sine=False, erf=False),
+               curve_dims=[2], curve_seeds=3, curve_sine=False, erf=False),
     full=dict(n_train=10000, n_test=10000, n_relu=20, curve_max=10000, curve_ns=[500, 1000, 2000, 5000, 10000],
               curve_dims=[2, 3, 5, 9], curve_seeds=5, curve_sine=True, erf=True),
     n_train=n_train, n_test=n_test, n_relu=n_relu, curve_max=curve_max)
@@ -222,6 +222,10 @@ if not P.erf:                               # erf only in the full profile (the 
     del SWEEP["erf"]
 solves = {m: {} for m in SWEEP}
 sweeps = {m: ID.depth_sweep(X_tr, y_tr, X_te, a, Ls, methods=solves[m]) for m, (a, Ls) in SWEEP.items()}
+# the NTK of the singular activation (the abstract's consistency claim is about it): the recursion of the authors'
+# ntk_kernel, to depth 100 (its diagonal grows like 4^L: no log domain is needed there)
+solves["2d_opt NTK"] = {}
+sweeps["2d_opt NTK"] = ID.depth_sweep(X_tr, y_tr, X_te, "2d_opt", DEPTHS, ntk=True, methods=solves["2d_opt NTK"])
 sweep_secs = time.perf_counter() - t0
 # a stratified draw with the classes' proportions (8 and 12 of 20): with a tie the majority vote is undefined and
 # the deep ReLU NTK has no majority to tend to
@@ -244,6 +248,8 @@ display(table.round(3))
 print(f"sweeps {sweep_secs:.1f} s, ReLU NTK and its control {relu_secs:.1f} s")
 
 acc_opt = acc(sweeps["2d_opt"][DEEP])
+acc_opt_ntk = acc(sweeps["2d_opt NTK"][DEEP])
+rfm.book.glue("acc_opt_ntk", acc_opt_ntk, "{:.3f}")
 rfm.book.glue("acc_erf", f"{acc(sweeps['erf'][DEEP]):.3f}" if "erf" in sweeps else "(the full profile only)")
 agree = lambda p, r: ID.agreement(p, r)
 sq_1nn = {L: agree(p, ref["1-NN"]) for L, p in sweeps["t^2"].items()}
@@ -264,7 +270,7 @@ acc_shallow = max(acc(sw[L]) for m, sw in sweeps.items() for L in sw if L in lst
     else float("nan")
 rfm.book.glue("acc_shallow", acc_shallow, "{:.3f}")
 
-# %% mystnb={"figure": {"caption": "Test accuracy against depth. Left: the deep kernel machines on all training points (2d_opt NNGP, and erf in the full profile; psi = t^2) with the Bayes, Hilbert, 1-NN and majority-vote accuracies as horizontal lines. Right: the ReLU NTK and the 2d_opt NNGP on a small training set, to depth 10^4, with the lines of the same reference classifiers fitted to that small set.", "name": "fig-wide-deep-classification-accuracy"}}
+# %% mystnb={"figure": {"caption": "Test accuracy against depth. Left: the deep kernel machines on all training points (2d_opt NNGP and NTK, and erf in the full profile; psi = t^2) with the Bayes, Hilbert, 1-NN and majority-vote accuracies as horizontal lines. Right: the ReLU NTK and the 2d_opt NNGP on a small training set, to depth 10^4, with the lines of the same reference classifiers fitted to that small set.", "name": "fig-wide-deep-classification-accuracy"}}
 LINES = {"Bayes": "k", "Hilbert": "tab:purple", "1-NN": "tab:brown", "majority": "tab:gray"}
 fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
 for m, sw in sweeps.items():
@@ -286,7 +292,8 @@ plt.show()
 # %% [markdown]
 # At depth {glue:text}`deep` the `2d_opt` kernel reaches {glue:text}`acc_opt`, as the Hilbert estimate does, above
 # 1-NN and the majority vote and below the Bayes classifier ({numref}`fig-wide-deep-classification-accuracy`);
-# `erf` reaches {glue:text}`acc_erf`. The curves are not monotone, and **the shallowest kernels do as well**: at
+# `erf` reaches {glue:text}`acc_erf`, and the NTK of `2d_opt` (the recursion of the authors' `ntk_kernel`,
+# `rfm.theory.infinite_depth.dual_ntk`) {glue:text}`acc_opt_ntk` at the same depth. The curves are not monotone, and **the shallowest kernels do as well**: at
 # small depths the kernel matrix is numerically singular (a low-degree polynomial of the cosine has few non-negligible
 # eigenvalues on the circle), so the solve falls back to least squares, a smooth fit rather than an interpolation.
 # It happened at these depths (the "solve" column): {glue:text}`lstsq_depths`; the best of those fits reaches
@@ -402,6 +409,12 @@ rfm.book.glue("opt_excess_big", float(opt2.iloc[-1]), "{:.3f}")
 rfm.book.glue("nn_excess_big", float(nn2.iloc[-1]), "{:.3f}")
 rfm.book.glue("n_small", ns[0])
 rfm.book.glue("n_big", ns[-1])
+per_seed = curves[(curves.dim == 2)].pivot_table(index=["model", "seed"], columns="n", values="excess")
+opt_drop_seeds = (per_seed.loc["2d_opt"][ns[0]] - per_seed.loc["2d_opt"][ns[-1]]).to_numpy()
+opt_drop = float(opt_drop_seeds.mean())
+opt_vs_nn_big = float((per_seed.loc["1-NN"][ns[-1]] - per_seed.loc["2d_opt"][ns[-1]]).mean())
+rfm.book.glue_many(dict(opt_drop=opt_drop, opt_vs_nn_big=opt_vs_nn_big), "{:.3f}")
+rfm.book.glue("opt_drop_seeds", ", ".join(f"{v:+.3f}" for v in opt_drop_seeds))
 
 # %% mystnb={"figure": {"caption": "Excess test error over the Bayes classifier against the number of training points, for each sphere dimension: the deep kernels of the tuned activations (sine_a and kd_opt), the Hilbert estimate, 1-NN and the majority vote (mean over seeds).", "name": "fig-wide-deep-classification-curves"}}
 dims = list(P.curve_dims)
@@ -420,38 +433,48 @@ plt.show()
 # %% [markdown]
 # On the circle the excess error of `2d_opt` is {glue:text}`opt_excess_small` at $n =$ {glue:text}`n_small` and
 # {glue:text}`opt_excess_big` at $n =$ {glue:text}`n_big`, 1-NN's {glue:text}`nn_excess_big` at the largest $n$, and
-# the majority vote's does not move. With one seed and a thousand test points these smoke curves are noisy (a test
-# accuracy has a standard error of about 0.014): they separate the singular kernel from 1-NN and the majority vote,
-# but cannot show the singular kernel's excess error going to 0. The full profile's have five seeds and ten
-# thousand test points.
+# the majority vote's does not move (means over {glue:text}`curve_seeds` seeds). From $n$ = {glue:text}`n_small` to
+# {glue:text}`n_big` the excess error of `2d_opt` changes by {glue:text}`opt_drop` on average (a fall is
+# positive; per seed: {glue:text}`opt_drop_seeds`), and at the largest $n$ it is {glue:text}`opt_vs_nn_big`
+# below 1-NN's (the check `opt_beats_1nn_curve`). With a thousand test points a test accuracy has a standard error
+# of about 0.014: these smoke curves separate the singular kernel from 1-NN and the majority vote, but they do
+# **not** show its error falling with $n$ (at seed 0 it did not fall; the drop is recorded, not checked), let
+# alone going to 0. The full profile's have five seeds, ten thousand test points
+# and $n$ to 10,000.
 #
 # ## Checks
 #
 # Each claim is compared with a control from the same run; thresholds sit beyond the worst of seeds 0-9 (the
-# calibration table below, smoke profile) with the margin stated. The rules were set after a first calibration
-# with first-guess rules; `scripts/calibrate.py` was then rerun at the rules below (418 s for the ten seeds), with
-# every value identical to the first run's.
+# calibration table below, smoke profile) with the margin stated; each rule, worst seed and margin is read from
+# `results/calibration/wide_deep_classification.json` ("(not calibrated)" for a check added since).
 #
 # * `opt_minus_1nn`: test accuracy of the `2d_opt` NNGP at depth 100 minus 1-NN's (the singular kernel beats the
-#   1-NN limit). Rule ≥ 0.015; worst seed 0.028, margin 0.013 (about one standard error of an accuracy on 1,000
-#   test points: the gap is real at every seed but small at some).
-# * `opt_minus_majority`: the same minus the majority vote's (the deep ReLU limit). Rule ≥ 0.08; worst seed 0.111,
-#   margin 0.031.
-# * `bayes_minus_opt`: the Bayes classifier's accuracy minus `2d_opt`'s (close to Bayes). Rule ≤ 0.06; worst seed
-#   0.042, margin 0.018. The first rule, ≤ 0.04, failed at seeds 9 (0.042) and 1 (0.040, above it by rounding)
-#   and was loosened to this one: at 1,000 training points `2d_opt` is 0.016 to 0.042 below Bayes.
-# * `sq_deep_1nn_agreement`: $\psi = t^2$ at depth 25 agrees with 1-NN. Rule ≥ 0.97; worst seed 0.988, margin 0.018.
-# * `sq_agreement_gain`: that agreement minus the same at depth 5 (depth makes it 1-NN). Rule ≥ 0.15; worst seed
-#   0.201, margin 0.051.
-# * `relu_deep_majority_agreement`: the ReLU NTK on 20 points at depth $10^4$ agrees with the majority vote.
-#   Rule ≥ 0.95; worst seed 0.976, margin 0.026.
-# * `relu_majority_gain`: that agreement minus the same at depth 10. Rule ≥ 0.15; worst seed 0.208, margin 0.058.
+#   1-NN limit): {glue:text}`cal_opt_minus_1nn` (a margin of about one standard error of an accuracy
+#   on 1,000 test points: the gap is real at every seed but small at some).
+# * `opt_minus_majority`: the same minus the majority vote's (the deep ReLU limit): {glue:text}`cal_opt_minus_majority`.
+# * `bayes_minus_opt`: the Bayes classifier's accuracy minus `2d_opt`'s (close to Bayes): {glue:text}`cal_bayes_minus_opt`.
+#   A first rule of 0.04 failed at two seeds and was loosened to this one: a non-inferiority margin ("within
+#   0.06 of Bayes" at 1,000 training points), not a test of consistency.
+# * sanity `sq_deep_1nn_agreement`: $\psi = t^2$ at depth 25 agrees with 1-NN. This limit holds by the algebra of
+#   the composition ($t^{2^L}$ orders the training points by cosine), so it reproduces nothing:
+#   {glue:text}`cal_sq_deep_1nn_agreement`.
+# * `sq_agreement_gain`: that agreement minus the same at depth 5 (depth makes it 1-NN):
+#   {glue:text}`cal_sq_agreement_gain`.
+# * sanity `relu_deep_majority_agreement`: the ReLU NTK on 20 points at depth $10^4$ agrees with the majority vote,
+#   a limit of the NTK recursion (its normalised kernel tends to a constant off the diagonal):
+#   {glue:text}`cal_relu_deep_majority_agreement`.
+# * `opt_ntk_minus_1nn`, `opt_ntk_minus_majority`: the test accuracy of the `2d_opt` **NTK** at depth 100 minus
+#   1-NN's and the majority vote's (the abstract's consistency claim is about the NTK of such activations). Rules:
+#   a sign (the NTK must beat both limits of the common activations).
+# * `opt_beats_1nn_curve`: 1-NN's excess error minus `2d_opt`'s at the largest $n$ of the curve, mean over the
+#   seeds. Rule: a sign.
+# * `relu_majority_gain`: that agreement minus the same at depth 10: {glue:text}`cal_relu_majority_gain`.
 # * `relu_minus_opt_majority`: the ReLU NTK's agreement with the majority vote (depth $10^4$) minus `2d_opt`'s on
 #   the same 20 points (depth 1,000, where its predictions have long settled): the singular kernel does not become
-#   the majority vote. Rule ≥ 0.1; worst seed 0.199, margin 0.099.
+#   the majority vote: {glue:text}`cal_relu_minus_opt_majority`.
 # * `opt_hilbert_minus_1nn_hilbert`: agreement of deep `2d_opt` with the Hilbert estimate minus 1-NN's agreement
-#   with it (the deep machine is the singular-kernel classifier, not another local rule). Rule ≥ 0.07; worst seed
-#   0.104, margin 0.034.
+#   with it (the deep machine is the singular-kernel classifier, not another local rule):
+#   {glue:text}`cal_opt_hilbert_minus_1nn_hilbert`.
 # * sanity `psi_one`: $\psi(1) = 1$ for every dual (by construction); sanity `hilbert_slope`: the fitted slope of
 #   the deep `2d_opt` kernel near $t = 1$ is $-1/2$ (by the derivation above).
 #
@@ -462,23 +485,35 @@ plt.show()
 
 # %%
 checks = rfm.book.Checks("wide_deep_classification", P, seed=seed, device=dev, output_dir=output_dir)
+rfm.book.glue_calibration("wide_deep_classification", ["opt_minus_1nn", "opt_minus_majority", "bayes_minus_opt",
+                                                       "sq_deep_1nn_agreement", "sq_agreement_gain",
+                                                       "relu_deep_majority_agreement", "relu_majority_gain",
+                                                       "relu_minus_opt_majority", "opt_hilbert_minus_1nn_hilbert"],
+                          fmt="{:.3g}")
 checks.claim("opt_minus_1nn", acc_opt - ref_acc["1-NN"], at_least=0.015,
              what=f"accuracy of the 2d_opt NNGP at depth {DEEP} minus 1-NN's, same data")
 checks.claim("opt_minus_majority", acc_opt - ref_acc["majority"], at_least=0.08,
              what=f"accuracy of the 2d_opt NNGP at depth {DEEP} minus the majority vote's")
 checks.claim("bayes_minus_opt", ref_acc["Bayes"] - acc_opt, at_most=0.06,
              what=f"Bayes accuracy minus the 2d_opt NNGP's at depth {DEEP}")
-checks.claim("sq_deep_1nn_agreement", sq_1nn[SQ_DEEP], at_least=0.97,
-             what=f"agreement of psi = t^2 at depth {SQ_DEEP} with 1-NN")
+checks.sanity("sq_deep_1nn_agreement", sq_1nn[SQ_DEEP], at_least=0.97,
+              what=f"agreement of psi = t^2 at depth {SQ_DEEP} with 1-NN (a limit of the composition algebra)")
 checks.claim("sq_agreement_gain", sq_1nn[SQ_DEEP] - sq_1nn[SHALLOW], at_least=0.15,
              what=f"agreement of psi = t^2 with 1-NN at depth {SQ_DEEP} minus at depth {SHALLOW}")
-checks.claim("relu_deep_majority_agreement", relu_maj[RELU_DEPTHS[-1]], at_least=0.95,
-             what=f"agreement of the ReLU NTK on {P.n_relu} points at depth {RELU_DEPTHS[-1]} with the majority vote")
+checks.sanity("relu_deep_majority_agreement", relu_maj[RELU_DEPTHS[-1]], at_least=0.95,
+              what=f"agreement of the ReLU NTK on {P.n_relu} points at depth {RELU_DEPTHS[-1]} with the majority vote "
+                   "(a limit of the NTK recursion)")
 checks.claim("relu_majority_gain", relu_maj[RELU_DEPTHS[-1]] - relu_maj[RELU_DEPTHS[0]], at_least=0.15,
              what=f"that agreement at depth {RELU_DEPTHS[-1]} minus at depth {RELU_DEPTHS[0]}")
 checks.claim("relu_minus_opt_majority", relu_maj[RELU_DEPTHS[-1]] - opt_small_maj[OPT_SMALL_DEPTHS[-1]],
              at_least=0.1, what=f"agreement with the majority vote: ReLU NTK at depth {RELU_DEPTHS[-1]} minus 2d_opt "
                                 f"NNGP at depth {OPT_SMALL_DEPTHS[-1]}, same {P.n_relu} points")
+checks.claim("opt_ntk_minus_1nn", acc_opt_ntk - ref_acc["1-NN"], at_least=0.0,
+             what=f"accuracy of the 2d_opt NTK at depth {DEEP} minus 1-NN's, same data")
+checks.claim("opt_ntk_minus_majority", acc_opt_ntk - ref_acc["majority"], at_least=0.0,
+             what=f"accuracy of the 2d_opt NTK at depth {DEEP} minus the majority vote's")
+checks.claim("opt_beats_1nn_curve", opt_vs_nn_big, at_least=0.0,
+             what=f"1-NN excess error minus 2d_opt's at n = {ns[-1]}, mean over {P.curve_seeds} seeds (circle)")
 checks.claim("opt_hilbert_minus_1nn_hilbert", opt_hilbert - nn_hilbert, at_least=0.07,
              what="agreement with the Hilbert estimate: deep 2d_opt minus 1-NN")
 checks.sanity("psi_one", psi_one_err, at_most=1e-15, what="max |psi(1) - 1| over the duals (by construction)")
@@ -486,7 +521,8 @@ checks.sanity("hilbert_slope", abs(slope + 0.5), at_most=0.01,
               what="|fitted slope of log K_L vs log(1 - t) + 1/2| for deep 2d_opt (by the derivation)")
 checks.record(reference_accuracy=ref_acc, sweep=table.to_dict(orient="records"),
               curves=curve_mean.reset_index().to_dict(orient="records"), sweep_seconds=sweep_secs,
-              relu_seconds=relu_secs, curve_seconds=curve_secs, chapter_seconds=time.perf_counter() - start)
+              relu_seconds=relu_secs, curve_seconds=curve_secs, opt_excess_drop=opt_drop,
+              opt_excess_drop_seeds=[float(v) for v in opt_drop_seeds], chapter_seconds=time.perf_counter() - start)
 rfm.book.glue("chapter_secs", time.perf_counter() - start, "{:.0f}")
 checks.report()
 checks.finish();
@@ -500,22 +536,27 @@ full = rfm.book.glue_full_run("wide_deep_classification", {
 # %% [markdown]
 # ## What we reproduced, what we could not, and why
 #
-# * **Reproduced, on the circle.** The three limits of the abstract, each against a control of the same run:
-#   iterating $\psi = t^2$ makes the kernel machine 1-NN (agreement {glue:text}`sq_1nn_deep` at depth 25); the ReLU
-#   NTK on {glue:text}`n_relu` training points becomes the majority vote as depth grows ({glue:text}`relu_maj_deep`
-#   at depth $10^4$) while the singular `2d_opt` kernel on the same points does not
+# * **Reproduced, on the circle.** The three limits of the abstract: iterating $\psi = t^2$ makes the kernel
+#   machine 1-NN (agreement {glue:text}`sq_1nn_deep` at depth 25; a limit of the algebra, checked as a sanity); the
+#   ReLU NTK on {glue:text}`n_relu` training points becomes the majority vote as depth grows
+#   ({glue:text}`relu_maj_deep` at depth $10^4$; also by the recursion) while the singular `2d_opt` kernel on the
+#   same points does not
 #   ({glue:text}`opt_small_maj`); and the `2d_opt` activation of the authors' code, whose deep kernel is the
 #   Hilbert kernel $\|x - z\|^{-1}$ of the circle ({numref}`fig-wide-deep-classification-limits`), reaches
 #   {glue:text}`acc_opt` against a Bayes accuracy of {glue:text}`acc_Bayes`, above 1-NN ({glue:text}`acc_1NN`)
-#   and the majority vote ({glue:text}`acc_majority`) that ReLU tends to.
+#   and the majority vote ({glue:text}`acc_majority`) that ReLU tends to; its NTK reaches {glue:text}`acc_opt_ntk`.
+#   At the largest $n$ of the smoke learning curve its excess error over Bayes is below 1-NN's
+#   ({glue:text}`opt_vs_nn_big`, {glue:text}`curve_seeds` seeds).
 # * **Not reproduced: "depth helps".** Among interpolating machines of one activation the deep limit beats the
 #   intermediate depths, but the shallowest kernels, whose matrices are numerically singular so that the solve is a
 #   least-squares fit, do as well or better ({glue:text}`acc_shallow`) on this easy one-dimensional problem. The
 #   abstract contrasts classification with regression, where excessive depth hurts; we did not run the regression
 #   side, and on the circle we see no advantage of depth over a shallow fit.
-# * **Qualified.** Consistency is a statement about $n \to \infty$; the smoke profile's learning curve (one seed,
-#   $n \le$ {glue:text}`n_big`, 1,000 test points) puts `2d_opt`'s excess error at {glue:text}`opt_excess_big`
-#   against 1-NN's {glue:text}`nn_excess_big`, which cannot show convergence; the full profile's curves would.
+# * **Not shown: consistency.** Consistency is a statement about $n \to \infty$; the smoke profile's learning curve
+#   ({glue:text}`curve_seeds` seeds, $n \le$ {glue:text}`n_big`, 1,000 test points) puts `2d_opt`'s excess error at
+#   {glue:text}`opt_excess_big` against 1-NN's {glue:text}`nn_excess_big`, and its change from the smallest $n$
+#   ({glue:text}`opt_drop`, a fall is positive) is within the noise: it cannot show convergence; the full
+#   profile's curves (five seeds, $n$ to 10,000) are the test.
 #   The sizes (1,000 + 1,000 rather than the code's 10,000 + 10,000, 20 points for the ReLU NTK rather than the
 #   code's 100 at depth 50,000) are ours, chosen for a CPU. The three limits are derived here from the duals; the
 #   paper's theorems (their exact conditions) we could not read.
@@ -525,6 +566,6 @@ full = rfm.book.glue_full_run("wide_deep_classification", {
 #   minutes on a GPU, hours on this CPU, and no GPU was lent to this book's build. Its code path was executed at
 #   small sizes; the paper-scale run is pending. Its committed results, when there are: {glue:text}`full_where`;
 #   `opt_minus_1nn` there: {glue:text}`full_opt`; checks that failed there: {glue:text}`full_failed`.
-# * **Not reproduced.** The NTK versions of the singular activations (the code's `ntk_kernel` with `2d_opt`;
-#   `rfm.theory.infinite_depth.dual_ntk` implements the recursion and is unit-tested, but this chapter does not run it),
-#   and the paper's own figures and numbers, which we could not read.
+# * **Not reproduced.** The NTK of the singular activations is run for `2d_opt` on the circle only (not in the
+#   learning curves nor in higher dimensions), and the paper's own figures and numbers, which we could not read,
+#   are not compared.

@@ -228,6 +228,25 @@ def test_plateau_ridge_waits_for_the_held_out_error_and_needs_a_holdout():
     assert res["eval_error"][res["iteration"]] < 1e-3 < res["eval_error"][0]
 
 
+def test_switch_ridge_is_the_authors_rule_once_and_for_good():
+    ridge = L._SwitchRidge(0.05, 1e-3, 0.1, "holdout")
+    assert ridge(0, None) == 0.05 and ridge(1, 0.4) == 0.05            # 0.4^2 = 0.16 > 0.1: keep
+    assert ridge(2, 0.3) == 1e-3 and ridge.switched_at == 2             # 0.09 < 0.1: switch
+    assert ridge(3, 0.9) == 1e-3                                        # for good
+    Y, mask = _low_rank()
+    with pytest.raises(ValueError, match="holdout"):
+        L.lin_rfm_completion(Y, mask, reg_schedule="switch")
+    with pytest.raises(ValueError, match="Y_eval"):
+        L.lin_rfm_completion(Y, mask, reg_schedule="switch", switch_on="eval")
+    for how, kw in (("eval", {}), ("holdout", dict(holdout=0.1))):
+        res = L.lin_rfm_completion(Y, mask, iters=150, reg=0.05, reg_min=1e-3, reg_schedule="switch", switch_on=how,
+                                   Y_eval=Y, **kw)
+        errs = res["holdout_error"] if how == "holdout" else res["eval_error"]
+        t = res["switched_at"]
+        assert t is not None and errs[t - 1] ** 2 < 0.1 <= min(e ** 2 for e in errs[:t - 1])
+        assert res["eval_error"][res["iteration"]] < 1e-2 < res["eval_error"][0]
+
+
 def test_lin_rfm_regressor_is_lin_rfm_sparse_with_agop_power_twice_alpha():
     from rfm.models.linear import LinRFMRegressor
 
