@@ -25,6 +25,7 @@ from __future__ import annotations
 import torch
 
 from .._checks import check_matrix, check_number
+from .._compat import renamed_keyword
 from ..utils import make_generator
 from .feature_matrix import feature_update
 
@@ -49,12 +50,31 @@ class AGOPAccumulator:
         self.s += G.sum(0)
         self.count += G.shape[0]
 
-    def result(self, centre: bool = False) -> torch.Tensor:
-        """The AGOP (1/N) S, minus sum_c g_c g_c^T when ``centre``."""
+    def result(self, center: bool = False, *, centre: bool | None = None) -> torch.Tensor:
+        """The AGOP (1/N) S, minus sum_c g_c g_c^T (g_c the mean gradient of output c) when ``center``.
+
+        Parameters
+        ----------
+        center : bool, default False
+            Subtract each output's mean gradient.
+        centre : bool or None, default None
+            Deprecated name of ``center`` (used when given, with a DeprecationWarning).
+
+        Returns
+        -------
+        torch.Tensor, the accumulator's dtype, shape (dim, dim) (or (dim,) with ``diag``)
+            Symmetric (the average of A and its transpose) when dense.
+
+        Raises
+        ------
+        ValueError
+            If no points were added.
+        """
+        center = renamed_keyword("AGOPAccumulator.result", "centre", "center", centre, center)
         if self.count == 0:
             raise ValueError("no points were added to the AGOP")
         A = self.S / self.count
-        if centre:
+        if center:
             mean = self.s / self.count
             A = A - (mean.square().sum(0) if self.diag else mean.T @ mean)
         return A if self.diag else 0.5 * (A + A.T)
@@ -104,8 +124,8 @@ def jacobians(f, X, *, batch_size: int | None = None) -> torch.Tensor:
     return torch.cat(list(_batch_jacobians(f, X, batch_size)))
 
 
-def agop(f, X, *, batch_size: int | None = None, centre: bool = False, diag: bool = False, power: float = 1.0,
-         normalize: str | None = None) -> torch.Tensor:
+def agop(f, X, *, batch_size: int | None = None, center: bool = False, diag: bool = False, power: float = 1.0,
+         normalize: str | None = None, centre: bool | None = None) -> torch.Tensor:
     """AGOP of a differentiable torch function ``f`` at the rows of ``X``, by autograd.
 
     Parameters
@@ -116,12 +136,14 @@ def agop(f, X, *, batch_size: int | None = None, centre: bool = False, diag: boo
         Evaluation points.
     batch_size : int or None, default None
         Rows per backward pass (None: all at once); the result does not depend on it.
-    centre : bool, default False
+    center : bool, default False
         Subtract each output's mean gradient.
     diag : bool, default False
         Return only the diagonal, shape (d,).
     power, normalize : float, str or None, default 1.0, None
         Applied by :func:`rfm.feature_update` (M = normalize(AGOP^power)).
+    centre : bool or None, default None
+        Deprecated name of ``center`` (used when given, with a DeprecationWarning).
 
     Returns
     -------
@@ -135,6 +157,7 @@ def agop(f, X, *, batch_size: int | None = None, centre: bool = False, diag: boo
     >>> A.shape, bool(A[2, 2] == 0)
     (torch.Size([3, 3]), True)
     """
+    center = renamed_keyword("rfm.agop", "centre", "center", centre, center)
     X = check_matrix(X, "X")
     _check_rowwise(f, X)
     acc = None
@@ -142,7 +165,7 @@ def agop(f, X, *, batch_size: int | None = None, centre: bool = False, diag: boo
         if acc is None:
             acc = AGOPAccumulator(G.shape[1], X.shape[1], diag=diag, device=X.device)
         acc.add(G)
-    A = acc.result(centre)
+    A = acc.result(center)
     if power == 1.0 and normalize is None:
         return A
     return feature_update(A, power, normalize)

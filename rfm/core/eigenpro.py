@@ -44,6 +44,7 @@ from typing import NamedTuple
 import torch
 
 from .._checks import check_number
+from .._compat import renamed_keyword
 from ..utils import make_generator
 from .agop import sample_points
 from .cg import KernelOperator
@@ -421,7 +422,7 @@ EP3_MAX_CENTRES = 20_000
 class EigenPro3Solver:
     """Kernel regression on a subset of the training points as centres, by EigenPro 3 (``solver="eigenpro3"``).
 
-    The centres are ``centres`` training points drawn by ``seed`` (an int, or a fraction of n when below 1; None:
+    The centres are ``centers`` training points drawn by ``seed`` (an int, or a fraction of n when below 1; None:
     all points up to :data:`EP3_MAX_CENTRES`, then that many); the returned coefficients are zero on the other
     points. ``reg`` is ignored: EigenPro 3 fits the centres' model to the data without a ridge (the number of
     centres and early stopping regularise). The exact projection factors K(Z, Z) in float64 with a jitter raised
@@ -429,23 +430,47 @@ class EigenPro3Solver:
 
     Parameters
     ----------
-    centres : int, float or None, default None
+    centers : int, float or None, default None
+        The number of centres (an int), or their fraction of n (a float below 1); None: the default above.
     epochs : int, default 10
+        Epochs of EigenPro 3.
     s : int, default 2000
+        Subsample size of the preconditioner (as in :func:`eigenpro3`).
     projection : {"exact", "eigenpro"}, default "exact"
+        How the projection onto the centres is solved (as in :func:`eigenpro3`).
     seed : int, default 0
+        Seed of the draw of the centres and of the iteration.
+    centres : int, float or None, default None
+        Deprecated name of ``centers`` (used when given, with a DeprecationWarning).
+
+    Raises
+    ------
+    ValueError
+        If ``centers`` is not positive or ``epochs`` not a positive int.
     """
 
-    def __init__(self, centres=None, epochs=10, s=2000, projection="exact", seed=0):
-        if centres is not None:
-            check_number("centres", centres, low=0, low_inclusive=False)
+    def __init__(self, centers=None, epochs=10, s=2000, projection="exact", seed=0, *, centres=None):
+        centers = renamed_keyword("EigenPro3Solver", "centres", "centers", centres, centers)
+        if centers is not None:
+            check_number("centers", centers, low=0, low_inclusive=False)
         check_number("epochs", epochs, low=1, integer=True)
-        self.centres, self.epochs, self.s, self.projection, self.seed = centres, epochs, s, projection, seed
+        self.centers, self.epochs, self.s, self.projection, self.seed = centers, epochs, s, projection, seed
         self.last_info = None
 
     def n_centres(self, n: int) -> int:
-        """The number of centres for n training points."""
-        c = self.centres
+        """The number of centres for n training points.
+
+        Parameters
+        ----------
+        n : int
+            The number of training points.
+
+        Returns
+        -------
+        int
+            Between 1 and n.
+        """
+        c = self.centers
         if c is None:
             p = min(n, EP3_MAX_CENTRES)
         else:
@@ -466,4 +491,4 @@ class EigenPro3Solver:
         return SolveResult(alpha, "eigenpro3", None, info=record)
 
     def __repr__(self):
-        return f"EigenPro3Solver(centres={self.centres!r}, epochs={self.epochs!r}, projection={self.projection!r})"
+        return f"EigenPro3Solver(centers={self.centers!r}, epochs={self.epochs!r}, projection={self.projection!r})"

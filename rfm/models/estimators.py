@@ -279,7 +279,7 @@ class _BaseRFM(BaseEstimator):
         if center is None:
             center = self.center if isinstance(self.centre, str) and self.centre == "deprecated" else self.centre
         Z = None if X is None else self._prepare(X)[0].detach()
-        A = self.machine_.agop(Z, centre=center, diag=self.diag if diag is None else diag)
+        A = self.machine_.agop(Z, center=center, diag=self.diag if diag is None else diag)
         return A if X is None or isinstance(X, torch.Tensor) else A.cpu().numpy()
 
     def fact(self):
@@ -380,7 +380,7 @@ class KernelStep:
                 S = torch.as_tensor(np.asarray(S, dtype=np.float64))
             return S.detach().to(device=self.device, dtype=torch.float64)
         if m.update == "agop":
-            return machine.agop(centre=self.center, diag=m.diag, max_points=m.max_agop_points,
+            return machine.agop(center=self.center, diag=m.diag, max_points=m.max_agop_points,
                                 generator=self.generator, pairs=self.pairs, K=K)
         M = fm.dense(device=self.device) if m.update == "fact_geometric" else None
         return fact_update_target(m.update, machine, M, pairs=self.pairs)

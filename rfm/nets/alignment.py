@@ -37,6 +37,7 @@ import numbers
 import torch
 
 from .._checks import check_choice, check_matrix, check_number, check_square, resolve_dtype, to_tensor
+from .._compat import renamed_keyword
 from ..core.agop import agop, jacobians
 from ..data.datasets import chain_monomial
 from ..metrics import matrix_correlation
@@ -138,13 +139,36 @@ def ptk(model, X, layer: int, Z=None) -> torch.Tensor:
     return torch.einsum("ick,jck->ij", J, Jz)
 
 
-def ptk_covariance(model, X, layer: int, *, centre: bool = False, batch_size: int | None = None) -> torch.Tensor:
-    """The PTK feature covariance K_l = (1/n) sum_i sum_c J_ic J_ic^T (float64, k_{l+1} x k_{l+1}).
+def ptk_covariance(model, X, layer: int, *, center: bool = False, batch_size: int | None = None,
+                   centre: bool | None = None) -> torch.Tensor:
+    """The PTK feature covariance K_l = (1/n) sum_i sum_c J_ic J_ic^T.
 
     It is the AGOP of the network with respect to the pre-activations of layer ``layer``, computed by
-    :func:`rfm.agop` (``centre`` subtracts each output's mean gradient, as there)."""
+    :func:`rfm.agop`.
+
+    Parameters
+    ----------
+    model : MLP
+        The network.
+    X : array-like or torch.Tensor, shape (n, d)
+        The data.
+    layer : int
+        The layer whose pre-activations the gradients are taken with respect to.
+    center : bool, default False
+        Subtract each output's mean gradient, as in :func:`rfm.agop`.
+    batch_size : int or None, default None
+        Rows per backward pass.
+    centre : bool or None, default None
+        Deprecated name of ``center`` (used when given, with a DeprecationWarning).
+
+    Returns
+    -------
+    torch.Tensor, float64, shape (k, k)
+        k the width of layer ``layer``'s output (k_{l+1}).
+    """
+    center = renamed_keyword("rfm.nets.ptk_covariance", "centre", "center", centre, center)
     H = preactivations(model, X, layer)
-    return agop(from_preactivation(model, layer), H, centre=centre, batch_size=batch_size)
+    return agop(from_preactivation(model, layer), H, center=center, batch_size=batch_size)
 
 
 def agop_from_ptk(W: torch.Tensor, K: torch.Tensor) -> torch.Tensor:

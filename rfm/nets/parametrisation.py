@@ -36,6 +36,7 @@ import torch
 from torch import nn
 
 from .._checks import check_choice, check_number
+from .._compat import renamed_keyword
 from ..metrics import fit_scaling_law
 from . import curves
 from .mlp import MLP, check_mlp, check_widths, train
@@ -105,21 +106,45 @@ def lr_groups(model, scheme: str, lr: float) -> list[dict]:
 class OutputScaled(nn.Module):
     """``f(x) = (net(x) - net_0(x)) / gamma``: the output scaled down by the feature-learning strength gamma.
 
-    With ``centre`` (the default) the output of the network at initialisation (a frozen copy) is removed, so that
-    f = 0 at the start whatever gamma. ``net`` is an :class:`rfm.nets.MLP`."""
+    With ``center`` (the default) the output of the network at initialisation (a frozen copy) is removed, so that
+    f = 0 at the start whatever gamma.
 
-    def __init__(self, net: MLP, gamma: float = 1.0, *, centre: bool = True):
+    Parameters
+    ----------
+    net : MLP
+        The network.
+    gamma : float, default 1.0
+        The feature-learning strength (> 0).
+    center : bool, default True
+        Subtract the output of the network at initialisation.
+    centre : bool or None, default None
+        Deprecated name of ``center`` (used when given, with a DeprecationWarning).
+    """
+
+    def __init__(self, net: MLP, gamma: float = 1.0, *, center: bool = True, centre: bool | None = None):
         super().__init__()
+        center = renamed_keyword("OutputScaled", "centre", "center", centre, center)
         self.net = check_mlp(net, "net")
         check_number("gamma", gamma, low=0, low_inclusive=False)
         self.gamma = float(gamma)
-        self.centre = bool(centre)
-        self.net0 = copy.deepcopy(net.initial()) if centre else None
+        self.center = bool(center)
+        self.net0 = copy.deepcopy(net.initial()) if center else None
         if self.net0 is not None:
             for q in self.net0.parameters():
                 q.requires_grad_(False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """(net(x) - net_0(x)) / gamma (net(x) / gamma without ``center``).
+
+        Parameters
+        ----------
+        x : torch.Tensor, shape (n, d)
+            Inputs.
+
+        Returns
+        -------
+        torch.Tensor, shape (n, c)
+        """
         out = self.net(x)
         if self.net0 is not None:
             with torch.no_grad():
