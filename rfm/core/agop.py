@@ -31,7 +31,21 @@ from .feature_matrix import feature_update
 
 
 class AGOPAccumulator:
-    """Running sums for the (optionally centred) AGOP, independent of how the points are batched."""
+    """Running sums for the (optionally centred) AGOP, independent of how the points are batched.
+
+    Parameters
+    ----------
+    n_outputs : int
+        The number of outputs c of the function.
+    dim : int
+        The dimension of the gradients.
+    diag : bool, default False
+        Keep only the diagonal of the sum of outer products (a vector of length ``dim``).
+    dtype : torch.dtype, default torch.float64
+        The dtype of the sums.
+    device : torch.device or str, optional
+        Where the sums live.
+    """
 
     def __init__(self, n_outputs: int, dim: int, *, diag: bool = False, dtype=torch.float64, device=None):
         self.diag = diag
@@ -40,7 +54,13 @@ class AGOPAccumulator:
         self.s = torch.zeros(n_outputs, dim, dtype=dtype, device=device)
 
     def add(self, G: torch.Tensor):
-        """Add per-point gradients G of shape (b, c, dim)."""
+        """Add per-point gradients to the sums.
+
+        Parameters
+        ----------
+        G : torch.Tensor, shape (b, c, dim)
+            The gradients of the c outputs at b points (converted to the sums' dtype).
+        """
         G = G.to(self.S.dtype)
         flat = G.reshape(-1, G.shape[-1])
         if self.diag:
@@ -114,6 +134,29 @@ def jacobians(f, X, *, batch_size: int | None = None) -> torch.Tensor:
     Each output's gradient is one backward pass over a batch (the gradient of sum_j f_c(x_j) has grad f_c(x_j) as
     its row j, because rows do not interact). Non-finite gradients are an error that names the rows.
 
+    Parameters
+    ----------
+    f : callable
+        Maps a (b, d) batch to (b,) or (b, c), row by row.
+    X : array-like or torch.Tensor, shape (n, d)
+        Evaluation points.
+    batch_size : int or None, default None
+        Rows per backward pass (None: all at once).
+
+    Returns
+    -------
+    torch.Tensor, shape (n, c, d)
+        In the dtype of ``f``'s output gradients (X's dtype); c = 1 for a function with output (b,).
+
+    Raises
+    ------
+    TypeError
+        If ``f`` does not return a floating-point tensor.
+    ValueError
+        If ``f`` does not map b rows to b outputs.
+    FloatingPointError
+        If a gradient is NaN or infinite.
+
     Examples
     --------
     >>> import torch, rfm
@@ -172,7 +215,22 @@ def agop(f, X, *, batch_size: int | None = None, center: bool = False, diag: boo
 
 
 def sample_points(n: int, max_points: int | None, generator=None) -> torch.Tensor | None:
-    """Indices of a uniform random subset of size ``max_points`` (without replacement), or None for all points."""
+    """Indices of a uniform random subset of size ``max_points`` (without replacement), or None for all points.
+
+    Parameters
+    ----------
+    n : int
+        The number of points.
+    max_points : int or None
+        The subset size (>= 1); None, or a size >= n: all points.
+    generator : int or torch.Generator, optional
+        Seed or generator of the draw (0 when None).
+
+    Returns
+    -------
+    torch.Tensor of int64, shape (max_points,), or None
+        Distinct indices in [0, n), on the CPU; None when every point is used.
+    """
     if max_points is None or max_points >= n:
         return None
     check_number("max_points", max_points, low=1, integer=True)
