@@ -34,7 +34,6 @@ TO_DOCUMENT = {
     "rfm.data.modular": 28,
     "rfm.data.parity": 3,
     "rfm.data.tabular": 11,
-    "rfm.models.linear": 19,
     "rfm.nets.alignment": 31,
     "rfm.nets.barlow_twins": 4,
     "rfm.nets.baselines": 4,
