@@ -337,8 +337,6 @@ def eigenpro2(op: KernelOperator, Y: torch.Tensor, reg: float = 0.0, *, epochs: 
     x0 : torch.Tensor, optional
         Starting coefficients (default zero).
 
-    Returns ``(alpha, EigenProInfo)``, alpha in Y's shape and dtype.
-
     Returns
     -------
     alpha : torch.Tensor

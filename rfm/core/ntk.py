@@ -163,7 +163,7 @@ class NTKKernel(Kernel):
         # cos = 1 at every layer: S_h(x, x) = |x|^2 / L^2 + h bias^2, Sdot_h = 1, Theta(x, x) = sum_h S_h(x, x)
         """k(x, x) for points with squared (transformed) norms ``sq_norms``, as a new tensor.
 
-        At every layer cos = 1, so S_h(x, x) = |x|^2 / bandwidth^2 + h bias^2 and Theta(x, x) = sum_h S_h(x, x).
+        At every layer cos = 1, so ``S_h(x, x) = |x|^2 / bandwidth^2 + h bias^2`` and ``Theta(x, x) = sum_h S_h(x, x)``.
 
         Parameters
         ----------
