@@ -28,12 +28,8 @@ docscrape = pytest.importorskip("numpydoc.docscrape", reason="numpydoc is in the
 TO_DOCUMENT = {
     "rfm._checks": 7,
     "rfm.nets.alignment": 31,
-    "rfm.nets.barlow_twins": 4,
-    "rfm.nets.baselines": 4,
     "rfm.nets.callbacks": 5,
-    "rfm.nets.catapults": 1,
     "rfm.nets.classifier": 4,
-    "rfm.nets.curves": 2,
     "rfm.nets.dynamics": 4,
     "rfm.nets.fact": 8,
     "rfm.nets.icl": 11,
