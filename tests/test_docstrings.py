@@ -30,8 +30,6 @@ TO_DOCUMENT = {
     "rfm.nets.alignment": 31,
     "rfm.nets.fact": 8,
     "rfm.nets.icl": 11,
-    "rfm.nets.mlp": 8,
-    "rfm.nets.parametrisation": 12,
     "rfm.nets.qwem": 7,
     "rfm.theory.eigenframework": 15,
     "rfm.theory.infinite_depth": 14,

@@ -249,13 +249,47 @@ class MLP(nn.Module):
         return layer
 
     def weight(self, layer: int) -> torch.Tensor:
+        """The weight matrix W_l of layer ``layer`` (the live parameter, shape (out, in)).
+
+        Parameters
+        ----------
+        layer : int
+            A layer index, 0 to n_layers - 1.
+
+        Returns
+        -------
+        torch.Tensor, shape (k_{l+1}, k_l)
+        """
         return self.layers[self._check_layer(layer)].weight
 
     def initial_weight(self, layer: int) -> torch.Tensor:
+        """W_l at initialisation (a buffer kept at construction).
+
+        Parameters
+        ----------
+        layer : int
+            A layer index, 0 to n_layers - 1.
+
+        Returns
+        -------
+        torch.Tensor, shape (k_{l+1}, k_l)
+        """
         return getattr(self, f"W0_{self._check_layer(layer)}")
 
     def forward_from(self, h: torch.Tensor, layer: int = 0) -> torch.Tensor:
-        """The sub-network f^{(l)}: from the input h of layer ``layer`` to the output, shape (n, d_out)."""
+        """The sub-network f^{(l)}: from the input h of layer ``layer`` to the output, shape (n, d_out).
+
+        Parameters
+        ----------
+        h : torch.Tensor, shape (n, k_l)
+            The input of layer ``layer``.
+        layer : int, default 0
+            The layer.
+
+        Returns
+        -------
+        torch.Tensor, shape (n, d_out)
+        """
         for l in range(self._check_layer(layer), self.n_layers):
             h = self.layers[l](h)
             if l < self.n_layers - 1:
@@ -263,18 +297,48 @@ class MLP(nn.Module):
         return h
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """The network's output f(x): :meth:`forward_from` at layer 0.
+
+        Parameters
+        ----------
+        x : torch.Tensor, shape (n, d_in)
+            Inputs.
+
+        Returns
+        -------
+        torch.Tensor, shape (n, d_out)
+        """
         return self.forward_from(x, 0)
 
     @torch.no_grad()
     def layer_input(self, X: torch.Tensor, layer: int) -> torch.Tensor:
-        """h_l at the rows of X: X itself for layer 0, sigma(W_{l-1} h_{l-1} + b_{l-1}) after."""
+        """h_l at the rows of X: X itself for layer 0, sigma(W_{l-1} h_{l-1} + b_{l-1}) after.
+
+        Parameters
+        ----------
+        X : torch.Tensor, shape (n, d_in)
+            Inputs.
+        layer : int
+            A layer index, 0 to n_layers - 1.
+
+        Returns
+        -------
+        torch.Tensor, shape (n, k_l)
+            Without gradient.
+        """
         h = X
         for l in range(self._check_layer(layer)):
             h = self.act(self.layers[l](h))
         return h
 
     def initial(self) -> MLP:
-        """A copy of the network with its initial weights (and biases) restored."""
+        """A copy of the network with its initial weights (and biases) restored.
+
+        Returns
+        -------
+        MLP
+            A new network.
+        """
         net = copy.deepcopy(self)
         with torch.no_grad():
             for l, lin in enumerate(net.layers):
@@ -599,7 +663,23 @@ def train(model: nn.Module, X, y, *, loss: str = "mse", optimizer="sgd", lr: flo
 def nfm(model: MLP, layer: int = 0, *, subtract_init: bool = False, diagonal: bool = False) -> torch.Tensor:
     """The neural feature matrix W_l^T W_l, or (W_l - W_l^0)^T (W_l - W_l^0) with ``subtract_init`` (float64).
 
-    With ``diagonal``, only its diagonal (the squared column norms of W_l), without forming the d x d matrix."""
+    With ``diagonal``, only its diagonal (the squared column norms of W_l), without forming the d x d matrix.
+
+    Parameters
+    ----------
+    model : MLP
+        The network.
+    layer : int, default 0
+        The layer.
+    subtract_init : bool, default False
+        Use W_l - W_l^0.
+    diagonal : bool, default False
+        Only the diagonal.
+
+    Returns
+    -------
+    torch.Tensor, float64, shape (k_l, k_l) or (k_l,)
+    """
     check_mlp(model)
     check_bool("subtract_init", subtract_init)
     check_bool("diagonal", diagonal)
@@ -735,7 +815,22 @@ def nfa_table(model: MLP, X, *, layers=None, powers=(0.5, 1.0), kinds=("pearson"
 
 
 def format_nfa_table(rows: list[dict]) -> str:
-    """The table of :func:`nfa_table` as aligned text, one line per layer, power and kind."""
+    """The table of :func:`nfa_table` as aligned text, one line per layer, power and kind.
+
+    Parameters
+    ----------
+    rows : list of dict
+        The records of :func:`nfa_table`.
+
+    Returns
+    -------
+    str
+
+    Raises
+    ------
+    TypeError, ValueError
+        If rows is not such a list.
+    """
     keys = ("layer", "power", "kind", "init", "trained", "init_nfa")
     if not isinstance(rows, (list, tuple)):
         raise TypeError(f"rows must be the list returned by nfa_table, got {type(rows).__name__}")
