@@ -28,8 +28,6 @@ docscrape = pytest.importorskip("numpydoc.docscrape", reason="numpydoc is in the
 TO_DOCUMENT = {
     "rfm._checks": 7,
     "rfm.theory.eigenframework": 15,
-    "rfm.theory.infinite_depth": 14,
-    "rfm.theory.matrix_inversion": 9,
     "rfm.utils": 8,
 }
 
