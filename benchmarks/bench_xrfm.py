@@ -89,7 +89,7 @@ def make_fit(model, cfg, device):
 
         def fit(X, y, Xv, yv):
             return RFMRegressor(kernel="laplace", bandwidth=cfg["bandwidth"], exponent=1.0, reg=cfg["reg"],
-                                iters=cfg["iters"], agop_power=1.0, normalize="max", centre=False, diag=False,
+                                iters=cfg["iters"], agop_power=1.0, normalize="max", center=False, diag=False,
                                 max_agop_points=cfg["agop_points"], solver=solver, device=device, dtype="float32",
                                 random_state=0).fit(X, y, Xv, yv)
         return fit

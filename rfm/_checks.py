@@ -23,7 +23,22 @@ _FLOAT_DTYPES = {"float32": torch.float32, "float64": torch.float64, "float": to
 
 
 def resolve_dtype(dtype) -> torch.dtype:
-    """Accept ``torch.float32``/``torch.float64`` or their names; anything else is an error."""
+    """Accept ``torch.float32``/``torch.float64`` or their names; anything else is an error.
+
+    Parameters
+    ----------
+    dtype : str or torch.dtype
+        "float32", "float64" or the torch dtypes.
+
+    Returns
+    -------
+    torch.dtype
+
+    Raises
+    ------
+    ValueError
+        For any other dtype.
+    """
     if isinstance(dtype, str):
         if dtype not in _FLOAT_DTYPES:
             raise ValueError(f"dtype must be 'float32' or 'float64', got {dtype!r}")
@@ -34,7 +49,33 @@ def resolve_dtype(dtype) -> torch.dtype:
 
 
 def check_number(name: str, value, *, low=None, low_inclusive=True, high=None, high_inclusive=True, integer=False):
-    """Check a scalar hyperparameter lies in a range; return it unchanged."""
+    """Check a scalar hyperparameter lies in a range; return it unchanged.
+
+    Parameters
+    ----------
+    name : str
+        The parameter's name, for the message.
+    value : object
+        The value.
+    low, high : float, optional
+        The bounds.
+    low_inclusive, high_inclusive : bool, default True
+        Whether the bounds are allowed.
+    integer : bool, default False
+        Require an integer.
+
+    Returns
+    -------
+    object
+        ``value``.
+
+    Raises
+    ------
+    TypeError
+        If value is not a (integer) real number, or is a bool.
+    ValueError
+        If it is not finite or out of range.
+    """
     kind = numbers.Integral if integer else numbers.Real
     if isinstance(value, bool) or not isinstance(value, kind):
         what = "an integer" if integer else "a real number"
@@ -161,7 +202,32 @@ def to_tensor(x, name: str) -> torch.Tensor:
 def check_matrix(X, name: str = "X", *, dtype=None, device=None, min_rows: int = 1) -> torch.Tensor:
     """Return ``X`` as a finite 2-D floating tensor on ``device``.
 
-    A tensor that requires grad keeps its graph (the conversion is differentiable)."""
+    A tensor that requires grad keeps its graph (the conversion is differentiable).
+
+    Parameters
+    ----------
+    X : array-like or torch.Tensor
+        The input.
+    name : str, default "X"
+        Its name, for messages.
+    dtype : torch.dtype, optional
+        The dtype (default: X's floating dtype, float32 for other input).
+    device : torch.device or str, optional
+        The device.
+    min_rows : int, default 1
+        The fewest rows.
+
+    Returns
+    -------
+    torch.Tensor, shape (n, d)
+
+    Raises
+    ------
+    TypeError
+        If X is boolean.
+    ValueError
+        If X is not 2-D, too small, or not finite.
+    """
     t = to_tensor(X, name)
     if t.dtype == torch.bool:
         raise TypeError(f"{name} must be numeric, got dtype torch.bool")
@@ -184,7 +250,23 @@ def check_matrix(X, name: str = "X", *, dtype=None, device=None, min_rows: int =
 
 
 def check_targets(y, n: int, name: str = "y", *, dtype=None, device=None) -> torch.Tensor:
-    """Return regression targets as a finite (n, c) tensor; 1-D input becomes one column."""
+    """Return regression targets as a finite (n, c) tensor; 1-D input becomes one column.
+
+    Parameters
+    ----------
+    y : array-like or torch.Tensor, shape (n,) or (n, c)
+        Targets.
+    n : int
+        The number of samples.
+    name : str, default "y"
+        Its name.
+    dtype, device
+        As in :func:`check_matrix`.
+
+    Returns
+    -------
+    torch.Tensor, shape (n, c)
+    """
     t = to_tensor(y, name)
     if t.ndim == 1:
         t = t[:, None]
@@ -199,7 +281,24 @@ def check_targets(y, n: int, name: str = "y", *, dtype=None, device=None) -> tor
 
 
 def check_same_features(X: torch.Tensor, d: int, name: str = "X", owner: str = "the model"):
-    """Raise if ``X`` does not have ``d`` columns (scikit-learn's wording)."""
+    """Raise if ``X`` does not have ``d`` columns (scikit-learn's wording).
+
+    Parameters
+    ----------
+    X : torch.Tensor, shape (n, d')
+        The input.
+    d : int
+        The expected number of columns.
+    name : str, default "X"
+        Its name.
+    owner : str, default "the model"
+        Who expects d, for the message.
+
+    Raises
+    ------
+    ValueError
+        If d' != d.
+    """
     if X.shape[1] != d:
         raise ValueError(f"{name} has {X.shape[1]} features, but {owner} is expecting {d} features as input.")
 
@@ -439,7 +538,15 @@ def check_eval_target(Y_eval, eval_mask, Yt: torch.Tensor, m: torch.Tensor):
 def check_numeric_input(X, name: str = "X"):
     """Raise a one-line error for array-likes that scikit-learn's ``check_array`` would convert silently or report
     with a dump of the data: strings (also numbers written as strings, which it parses), pandas columns of strings
-    (named), complex values. Other input is left to the caller's validation; nothing is converted or returned."""
+    (named), complex values. Other input is left to the caller's validation; nothing is converted or returned.
+
+    Parameters
+    ----------
+    X : object
+        The input.
+    name : str, default "X"
+        Its name.
+    """
     columns = getattr(X, "columns", None)
     dtypes = getattr(X, "dtypes", None)
     if columns is not None and dtypes is not None and hasattr(X, "iloc"):            # a pandas DataFrame
@@ -473,7 +580,15 @@ def check_numeric_input(X, name: str = "X"):
 
 def check_label_types(labels, name: str = "y"):
     """Raise if an object array of class labels holds None (missing labels) or mixes strings with numbers: their
-    classes cannot be sorted, and numpy's error ("'<' not supported between 'NoneType' and 'str'") hides why."""
+    classes cannot be sorted, and numpy's error ("'<' not supported between 'NoneType' and 'str'") hides why.
+
+    Parameters
+    ----------
+    labels : array-like
+        Class labels.
+    name : str, default "y"
+        Their name.
+    """
     labels = np.asarray(labels)
     if labels.dtype != object:
         return

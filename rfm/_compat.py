@@ -64,3 +64,37 @@ def install_moved_module_aliases() -> None:
     """Let ``import rfm.<old name>`` resolve to the moved module (idempotent)."""
     if not any(isinstance(f, _MovedModuleFinder) for f in sys.meta_path):
         sys.meta_path.append(_MovedModuleFinder())
+
+
+def renamed_keyword(owner: str, old: str, new: str, old_value, new_value, *, stacklevel: int = 3):
+    """The value of a renamed keyword argument: the old one when it was given (with a DeprecationWarning), else the
+    new one.
+
+    Parameters
+    ----------
+    owner : str
+        The function or method that takes the keyword, for the message, e.g. ``"rfm.agop"``.
+    old, new : str
+        The deprecated name and the name that replaced it.
+    old_value : object
+        The value passed under the old name; None means it was not given.
+    new_value : object
+        The value of the new keyword.
+    stacklevel : int, default 3
+        Passed to :func:`warnings.warn`; 3 points at the caller of ``owner``.
+
+    Returns
+    -------
+    object
+        ``new_value`` when ``old_value`` is None, else ``old_value``.
+
+    Warns
+    -----
+    DeprecationWarning
+        When ``old_value`` is given.
+    """
+    if old_value is None:
+        return new_value
+    warnings.warn(f"{owner}({old}=...) was renamed {owner}({new}=...) (identifiers are spelled the American way); "
+                  f"{old} will be removed in rfm 0.3", DeprecationWarning, stacklevel=stacklevel)
+    return old_value

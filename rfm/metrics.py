@@ -13,6 +13,7 @@ means the model diverged), and predictions must have as many entries as the targ
 """
 from __future__ import annotations
 
+import math
 import numbers
 from typing import NamedTuple
 
@@ -63,7 +64,25 @@ def _paired(y, y_pred, what: str):
 
 
 def matrix_correlation(A, B, kind: str = "pearson") -> float:
-    """Correlation of two matrices of the same shape, flattened: ``"pearson"`` (mean-centred) or ``"cosine"``."""
+    """Correlation of two matrices of the same shape, flattened: ``"pearson"`` (mean-centred) or ``"cosine"``.
+
+    Parameters
+    ----------
+    A, B : array-like or torch.Tensor
+        Matrices (or arrays) of the same shape, finite and non-empty; compared in float64.
+    kind : {"pearson", "cosine"}, default "pearson"
+        Subtract each array's mean entry first ("pearson"), or not ("cosine").
+
+    Returns
+    -------
+    float
+        In [-1, 1].
+
+    Raises
+    ------
+    ValueError
+        If the shapes differ, an entry is not finite, or one array is constant ("pearson") or zero ("cosine").
+    """
     check_choice("kind", kind, ("pearson", "cosine"))
     A = _check_finite(_as_float_tensor(A, "A").detach(), "A")
     B = _check_finite(_as_float_tensor(B, "B").detach(), "B").to(device=A.device)
@@ -101,7 +120,25 @@ def _basis(U, name: str) -> torch.Tensor:
 def subspace_overlap(U, V) -> float:
     """How much of span(V) lies in span(U): ``|P_U V|_F^2 / k`` for orthonormal bases (d, k_U) and (d, k).
 
-    It is 1 when span(V) is inside span(U) and k / d on average for a random k-dimensional V."""
+    It is 1 when span(V) is inside span(U) and k / d on average for a random k-dimensional V.
+
+    Parameters
+    ----------
+    U : array-like or torch.Tensor, shape (d, k_U)
+        Columns spanning the first subspace (orthonormalised here; they must be independent).
+    V : array-like or torch.Tensor, shape (d, k)
+        Columns spanning the second subspace.
+
+    Returns
+    -------
+    float
+        In [0, 1] (k_U >= k) or [0, k_U / k].
+
+    Raises
+    ------
+    ValueError
+        If U or V is not a 2-D matrix of independent, finite columns, or their numbers of rows differ.
+    """
     U, V = _as_float_tensor(U, "U"), _as_float_tensor(V, "V")
     if U.ndim == 2 and V.ndim == 2 and U.shape[0] != V.shape[0]:
         raise ValueError(f"U and V must have the same number of rows, got {U.shape[0]} and {V.shape[0]}")
@@ -114,7 +151,29 @@ def top_eigenspace_overlap(M, coordinates, k: int | None = None) -> float:
     """Overlap of the top-``k`` eigenvectors of ``M`` with the span of the given coordinate axes.
 
     ``k`` defaults to the number of coordinates, e.g. ``top_eigenspace_overlap(M, [0, 1])`` asks whether the top-2
-    eigenspace of M is span(e1, e2)."""
+    eigenspace of M is span(e1, e2).
+
+    Parameters
+    ----------
+    M : array-like or torch.Tensor, shape (d, d)
+        A symmetric matrix.
+    coordinates : sequence of int
+        Distinct coordinate indices in [0, d).
+    k : int, optional
+        The number of top eigenvectors, 1 <= k <= d (default: ``len(coordinates)``).
+
+    Returns
+    -------
+    float
+        :func:`subspace_overlap` of the coordinate axes' span with the top-k eigenvectors, in [0, 1].
+
+    Raises
+    ------
+    TypeError
+        If ``coordinates`` is not a sequence of integers.
+    ValueError
+        If a coordinate is out of range or repeated, or ``coordinates`` is empty.
+    """
     M = check_square(M, "M").detach().to(torch.float64).cpu()
     d = M.shape[0]
     if isinstance(coordinates, (str, bytes)) or not hasattr(coordinates, "__iter__"):
@@ -139,7 +198,24 @@ def top_eigenspace_overlap(M, coordinates, k: int | None = None) -> float:
 
 
 def mse(y, y_pred) -> float:
-    """Mean squared error over samples and outputs; ``y`` and ``y_pred`` of the same shape ((n,) and (n, 1) mix)."""
+    """Mean squared error over samples and outputs; ``y`` and ``y_pred`` of the same shape ((n,) and (n, 1) mix).
+
+    Parameters
+    ----------
+    y : array-like or torch.Tensor, shape (n,) or (n, c)
+        Targets.
+    y_pred : array-like or torch.Tensor, the shape of ``y``
+        Predictions, finite.
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    ValueError
+        If the shapes differ or a value is not finite.
+    """
     y, y_pred = _paired(y, y_pred, "targets")
     if not y_pred.is_floating_point():
         y_pred = y_pred.to(torch.float64)
@@ -147,7 +223,25 @@ def mse(y, y_pred) -> float:
 
 
 def r2_score(y, y_pred) -> float:
-    """Coefficient of determination, averaged uniformly over output columns (scikit-learn's default)."""
+    """Coefficient of determination, averaged uniformly over output columns (scikit-learn's default).
+
+    Parameters
+    ----------
+    y : array-like or torch.Tensor, shape (n,) or (n, c)
+        Targets, n >= 2.
+    y_pred : array-like or torch.Tensor, the shape of ``y``
+        Predictions, finite.
+
+    Returns
+    -------
+    float
+        The mean over columns of 1 - SS_res / SS_tot (computed in float64); a constant column counts 0.
+
+    Raises
+    ------
+    ValueError
+        If the shapes differ, a value is not finite, or there are fewer than two samples.
+    """
     y, y_pred = _paired(y, y_pred, "targets")
     y = y.detach().to(torch.float64)
     y_pred = y_pred.detach().to(torch.float64).reshape(y.shape)
@@ -163,7 +257,25 @@ def r2_score(y, y_pred) -> float:
 
 
 def accuracy(y, y_pred) -> float:
-    """The share of samples whose predicted label equals the true label; labels of the same shape."""
+    """The share of samples whose predicted label equals the true label; labels of the same shape.
+
+    Parameters
+    ----------
+    y : array-like or torch.Tensor, shape (n,)
+        True labels.
+    y_pred : array-like or torch.Tensor, shape (n,)
+        Predicted labels (not scores: pass ``scores.argmax(1)``).
+
+    Returns
+    -------
+    float
+        In [0, 1].
+
+    Raises
+    ------
+    ValueError
+        If the shapes differ or a value is not finite.
+    """
     y, y_pred = _paired(y, y_pred, "labels")
     return float((y.reshape(-1) == y_pred.reshape(-1)).to(torch.float64).mean())
 
@@ -176,20 +288,48 @@ class ScalingLaw(NamedTuple):
     coef : float
         The prefactor a.
     slope : float
-        The exponent b (the slope on log-log axes).
+        The exponent b (the slope on log-log axes, the same in every base).
     r2 : float
-        R^2 of the linear fit in log-log coordinates.
+        R^2 of the linear fit in log-log coordinates (the same in every base).
+    intercept : float, default nan
+        The intercept of the fitted line in base-``base`` logarithms: log_base(a).
+    base : float, default e
+        The base of the logarithms of the fit.
     """
     coef: float
     slope: float
     r2: float
+    intercept: float = math.nan
+    base: float = math.e
 
     def __call__(self, n):
-        """The fitted law at ``n``: coef * n ** slope (a float array)."""
+        """The fitted law at ``n``.
+
+        Parameters
+        ----------
+        n : float or array-like
+            Abscissae.
+
+        Returns
+        -------
+        numpy.ndarray of float64, the shape of ``n``
+            coef * n ** slope.
+        """
         return self.coef * np.asarray(n, dtype=float) ** self.slope
 
 
-def fit_scaling_law(n, err) -> ScalingLaw:
+def _log(x: np.ndarray, base: float | None) -> np.ndarray:
+    """log_base(x): numpy's own log10 and log2 for those bases, else log(x) / log(base); None: the natural log."""
+    if base is None:
+        return np.log(x)
+    if base == 10:
+        return np.log10(x)
+    if base == 2:
+        return np.log2(x)
+    return np.log(x) / math.log(base)
+
+
+def fit_scaling_law(n, err, *, base: float | None = None) -> ScalingLaw:
     """Fit err = a n^b to positive ``n`` and positive ``err`` by least squares in log-log coordinates: the package's
     one log-log fit (scaling laws in the number of samples, slopes of a power law).
 
@@ -199,11 +339,23 @@ def fit_scaling_law(n, err) -> ScalingLaw:
         Positive, finite abscissae (e.g. sample sizes), at least two different values.
     err : array-like
         Positive, finite values, one per entry of ``n``.
+    base : float or None, default None
+        The base of the logarithms (positive, not 1), e.g. 10 to read the intercept in decades; None: the natural
+        logarithm. The slope and R^2 do not depend on it (up to rounding), the intercept does.
 
     Returns
     -------
     ScalingLaw
-        (coef, slope, r2): a = exp(intercept), b = the slope of log err against log n, and the fit's R^2.
+        (coef, slope, r2, intercept, base): a = base ** intercept, b = the slope of log err against log n, the fit's
+        R^2, the intercept of the line in base-``base`` logarithms, and the base (e for None).
+
+    Raises
+    ------
+    ValueError
+        If n and err differ in length, hold fewer than two points or two different n, are not positive and finite,
+        or ``base`` is not a finite positive number other than 1.
+    TypeError
+        If ``base`` is not a real number.
 
     Examples
     --------
@@ -211,7 +363,13 @@ def fit_scaling_law(n, err) -> ScalingLaw:
     >>> law = fit_scaling_law([10, 100, 1000], [1.0, 0.1, 0.01])
     >>> round(law.slope, 6), round(law.coef, 6)
     (-1.0, 10.0)
+    >>> round(fit_scaling_law([10, 100, 1000], [1.0, 0.1, 0.01], base=10).intercept, 6)
+    1.0
     """
+    if base is not None:
+        check_number("base", base, low=0, low_inclusive=False)
+        if base == 1:
+            raise ValueError("base must be a positive number other than 1 (log base 1 is undefined), got 1")
     n = np.asarray(n, dtype=float).ravel()
     err = np.asarray(err, dtype=float).ravel()
     if n.shape != err.shape:
@@ -224,12 +382,13 @@ def fit_scaling_law(n, err) -> ScalingLaw:
         raise ValueError("err must be positive and finite (a zero error has no logarithm: drop it)")
     if np.ptp(n) == 0:
         raise ValueError("n must hold at least two different sample sizes")
-    x, y = np.log(n), np.log(err)
+    x, y = _log(n, base), _log(err, base)
     slope, intercept = np.polyfit(x, y, 1)
     resid = y - (intercept + slope * x)
     tot = ((y - y.mean()) ** 2).sum()
     r2 = 1.0 - (resid ** 2).sum() / tot if tot > 0 else 1.0
-    return ScalingLaw(float(np.exp(intercept)), float(slope), float(r2))
+    coef = np.exp(intercept) if base is None else float(base) ** intercept
+    return ScalingLaw(float(coef), float(slope), float(r2), float(intercept), math.e if base is None else float(base))
 
 
 def largest_rise(values, se) -> float:

@@ -11,7 +11,17 @@ from ._checks import check_number, check_square, to_tensor
 
 
 def get_device(device=None) -> torch.device:
-    """``None`` means CUDA when it is present, else CPU; a string or ``torch.device`` is used as given."""
+    """``None`` means CUDA when it is present, else CPU; a string or ``torch.device`` is used as given.
+
+    Parameters
+    ----------
+    device : str or torch.device, optional
+        The device.
+
+    Returns
+    -------
+    torch.device
+    """
     if device is None:
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if isinstance(device, bool) or not isinstance(device, (str, int, torch.device)):
@@ -30,7 +40,18 @@ def seed_everything(seed: int) -> torch.Generator:
     """Seed Python, NumPy and torch (CPU and CUDA) and return a CPU ``torch.Generator`` seeded the same way.
 
     The package itself never reads global random state: every random choice takes a generator. This helper is for
-    chapter code (network initialisation, data shuffling) that uses the global state."""
+    chapter code (network initialisation, data shuffling) that uses the global state.
+
+    Parameters
+    ----------
+    seed : int
+        The seed.
+
+    Returns
+    -------
+    torch.Generator
+        On the CPU.
+    """
     check_number("seed", seed, low=0, integer=True)
     random.seed(seed)
     np.random.seed(seed % 2**32)
@@ -65,7 +86,17 @@ def check_generator(generator) -> torch.Generator:
 
 
 def make_generator(seed) -> torch.Generator:
-    """A CPU generator: random draws are made on the CPU and moved, so results do not depend on the device."""
+    """A CPU generator: random draws are made on the CPU and moved, so results do not depend on the device.
+
+    Parameters
+    ----------
+    seed : int or torch.Generator
+        A seed, or a generator (returned as it is).
+
+    Returns
+    -------
+    torch.Generator
+    """
     if isinstance(seed, torch.Generator):
         return seed
     check_number("seed", seed, low=0, integer=True)
@@ -75,14 +106,37 @@ def make_generator(seed) -> torch.Generator:
 
 
 def symmetrize(A: torch.Tensor) -> torch.Tensor:
-    """The symmetric part ``(A + A^T) / 2`` of a matrix (or of each matrix in a batch)."""
+    """The symmetric part ``(A + A^T) / 2`` of a matrix (or of each matrix in a batch).
+
+    Parameters
+    ----------
+    A : torch.Tensor, shape (..., d, d)
+        Matrices.
+
+    Returns
+    -------
+    torch.Tensor, shape (..., d, d)
+    """
     return 0.5 * (A + A.transpose(-1, -2))
 
 
 def psd_eigh(A: torch.Tensor):
     """Eigen-decomposition of the symmetric part of ``A`` with negative eigenvalues (rounding) clamped to 0.
 
-    Eigenvalues come back in ascending order, as ``torch.linalg.eigh`` gives them."""
+    Eigenvalues come back in ascending order, as ``torch.linalg.eigh`` gives them.
+
+    Parameters
+    ----------
+    A : torch.Tensor, shape (d, d)
+        A symmetric matrix.
+
+    Returns
+    -------
+    evals : torch.Tensor, shape (d,)
+        Clamped at 0, ascending.
+    evecs : torch.Tensor, shape (d, d)
+        Columns.
+    """
     A = check_square(A, "A")
     evals, evecs = torch.linalg.eigh(symmetrize(A))
     return evals.clamp_min(0), evecs
@@ -93,7 +147,19 @@ def psd_power(A: torch.Tensor, power: float) -> torch.Tensor:
 
     A 1-D input is treated as the diagonal of a diagonal matrix. ``power`` may be any real > 0 (0 gives the
     projector onto the range); ``power=1`` clamps the negative eigenvalues, giving the nearest PSD matrix. A matrix
-    that is not square, not symmetric beyond round-off, or not finite is an error."""
+    that is not square, not symmetric beyond round-off, or not finite is an error.
+
+    Parameters
+    ----------
+    A : torch.Tensor, shape (d, d) or (d,)
+        A symmetric PSD matrix, or a diagonal.
+    power : float
+        The exponent (>= 0).
+
+    Returns
+    -------
+    torch.Tensor, the shape of A
+    """
     check_number("power", power, low=0)
     A = to_tensor(A, "A")
     if A.ndim == 1:
@@ -119,7 +185,19 @@ def psd_power(A: torch.Tensor, power: float) -> torch.Tensor:
 
 
 def top_eigenvectors(A: torch.Tensor, k: int) -> torch.Tensor:
-    """The ``k`` leading eigenvectors of a symmetric matrix, as the columns of a (d, k) matrix, largest first."""
+    """The ``k`` leading eigenvectors of a symmetric matrix, as the columns of a (d, k) matrix, largest first.
+
+    Parameters
+    ----------
+    A : torch.Tensor, shape (d, d)
+        A symmetric matrix.
+    k : int
+        How many.
+
+    Returns
+    -------
+    torch.Tensor, shape (d, k)
+    """
     check_number("k", k, low=1, integer=True)
     A = check_square(A, "A", symmetric=True)
     if k > A.shape[0]:
@@ -130,7 +208,17 @@ def top_eigenvectors(A: torch.Tensor, k: int) -> torch.Tensor:
 
 
 def to_numpy(x):
-    """A tensor (any device, with or without grad) as a NumPy array; other inputs through ``np.asarray``."""
+    """A tensor (any device, with or without grad) as a NumPy array; other inputs through ``np.asarray``.
+
+    Parameters
+    ----------
+    x : torch.Tensor or array-like
+        The input.
+
+    Returns
+    -------
+    numpy.ndarray
+    """
     if isinstance(x, torch.Tensor):
         return x.detach().cpu().numpy()
     return np.asarray(x)

@@ -87,3 +87,38 @@ def test_the_transfer_module_re_exports_the_one_log_log_fit():
     from rfm.models import transfer
 
     assert transfer.fit_scaling_law is fit_scaling_law and transfer.ScalingLaw is ScalingLaw
+
+
+def test_fit_scaling_law_in_base_10_reads_the_intercept_in_decades():
+    from rfm.metrics import fit_scaling_law
+
+    n = np.array([10.0, 30.0, 100.0, 300.0, 1000.0])
+    law = fit_scaling_law(n, 3.0 * n ** -0.7, base=10)  # log10 err = log10 3 - 0.7 log10 n exactly
+    assert law.slope == pytest.approx(-0.7, rel=1e-12) and law.intercept == pytest.approx(np.log10(3.0), rel=1e-12)
+    assert law.coef == pytest.approx(3.0, rel=1e-12) and law.r2 == pytest.approx(1.0) and law.base == 10.0
+    two = fit_scaling_law(n, 3.0 * n ** -0.7, base=2)
+    assert two.intercept == pytest.approx(np.log2(3.0), rel=1e-12) and two.slope == pytest.approx(-0.7, rel=1e-12)
+    # a noisy law: the slope and R^2 do not depend on the base, the intercept is the base-10 polyfit's
+    err = 3.0 * n ** -0.7 * np.array([1.1, 0.9, 1.05, 0.95, 1.0])
+    slope10, intercept10 = np.polyfit(np.log10(n), np.log10(err), 1)
+    noisy, natural = fit_scaling_law(n, err, base=10), fit_scaling_law(n, err)
+    assert noisy.slope == pytest.approx(slope10, rel=1e-12) and noisy.intercept == pytest.approx(intercept10, rel=1e-12)
+    assert noisy.slope == pytest.approx(natural.slope, rel=1e-12) and noisy.r2 == pytest.approx(natural.r2, rel=1e-12)
+    assert noisy.coef == pytest.approx(natural.coef, rel=1e-12)
+    with pytest.raises(ValueError, match="other than 1"):
+        fit_scaling_law(n, err, base=1)
+    with pytest.raises(ValueError):
+        fit_scaling_law(n, err, base=-10)
+
+
+def test_fit_scaling_law_default_is_the_natural_log_fit_bit_for_bit():
+    from rfm.metrics import fit_scaling_law
+
+    n = np.array([10.0, 30.0, 100.0, 300.0, 1000.0])
+    err = 3.0 * n ** -0.7 * np.array([1.1, 0.9, 1.05, 0.95, 1.0])
+    x, y = np.log(n), np.log(err)
+    slope, intercept = np.polyfit(x, y, 1)
+    r2 = 1.0 - ((y - (intercept + slope * x)) ** 2).sum() / ((y - y.mean()) ** 2).sum()
+    law = fit_scaling_law(n, err)
+    assert (law.coef, law.slope, law.r2) == (float(np.exp(intercept)), float(slope), float(r2))
+    assert law.intercept == float(intercept) and law.base == np.e

@@ -25,12 +25,27 @@ from __future__ import annotations
 import torch
 
 from .._checks import check_matrix, check_number
+from .._compat import renamed_keyword
 from ..utils import make_generator
 from .feature_matrix import feature_update
 
 
 class AGOPAccumulator:
-    """Running sums for the (optionally centred) AGOP, independent of how the points are batched."""
+    """Running sums for the (optionally centred) AGOP, independent of how the points are batched.
+
+    Parameters
+    ----------
+    n_outputs : int
+        The number of outputs c of the function.
+    dim : int
+        The dimension of the gradients.
+    diag : bool, default False
+        Keep only the diagonal of the sum of outer products (a vector of length ``dim``).
+    dtype : torch.dtype, default torch.float64
+        The dtype of the sums.
+    device : torch.device or str, optional
+        Where the sums live.
+    """
 
     def __init__(self, n_outputs: int, dim: int, *, diag: bool = False, dtype=torch.float64, device=None):
         self.diag = diag
@@ -39,7 +54,13 @@ class AGOPAccumulator:
         self.s = torch.zeros(n_outputs, dim, dtype=dtype, device=device)
 
     def add(self, G: torch.Tensor):
-        """Add per-point gradients G of shape (b, c, dim)."""
+        """Add per-point gradients to the sums.
+
+        Parameters
+        ----------
+        G : torch.Tensor, shape (b, c, dim)
+            The gradients of the c outputs at b points (converted to the sums' dtype).
+        """
         G = G.to(self.S.dtype)
         flat = G.reshape(-1, G.shape[-1])
         if self.diag:
@@ -49,12 +70,31 @@ class AGOPAccumulator:
         self.s += G.sum(0)
         self.count += G.shape[0]
 
-    def result(self, centre: bool = False) -> torch.Tensor:
-        """The AGOP (1/N) S, minus sum_c g_c g_c^T when ``centre``."""
+    def result(self, center: bool = False, *, centre: bool | None = None) -> torch.Tensor:
+        """The AGOP (1/N) S, minus sum_c g_c g_c^T (g_c the mean gradient of output c) when ``center``.
+
+        Parameters
+        ----------
+        center : bool, default False
+            Subtract each output's mean gradient.
+        centre : bool or None, default None
+            Deprecated name of ``center`` (used when given, with a DeprecationWarning).
+
+        Returns
+        -------
+        torch.Tensor, the accumulator's dtype, shape (dim, dim) (or (dim,) with ``diag``)
+            Symmetric (the average of A and its transpose) when dense.
+
+        Raises
+        ------
+        ValueError
+            If no points were added.
+        """
+        center = renamed_keyword("AGOPAccumulator.result", "centre", "center", centre, center)
         if self.count == 0:
             raise ValueError("no points were added to the AGOP")
         A = self.S / self.count
-        if centre:
+        if center:
             mean = self.s / self.count
             A = A - (mean.square().sum(0) if self.diag else mean.T @ mean)
         return A if self.diag else 0.5 * (A + A.T)
@@ -94,6 +134,29 @@ def jacobians(f, X, *, batch_size: int | None = None) -> torch.Tensor:
     Each output's gradient is one backward pass over a batch (the gradient of sum_j f_c(x_j) has grad f_c(x_j) as
     its row j, because rows do not interact). Non-finite gradients are an error that names the rows.
 
+    Parameters
+    ----------
+    f : callable
+        Maps a (b, d) batch to (b,) or (b, c), row by row.
+    X : array-like or torch.Tensor, shape (n, d)
+        Evaluation points.
+    batch_size : int or None, default None
+        Rows per backward pass (None: all at once).
+
+    Returns
+    -------
+    torch.Tensor, shape (n, c, d)
+        In the dtype of ``f``'s output gradients (X's dtype); c = 1 for a function with output (b,).
+
+    Raises
+    ------
+    TypeError
+        If ``f`` does not return a floating-point tensor.
+    ValueError
+        If ``f`` does not map b rows to b outputs.
+    FloatingPointError
+        If a gradient is NaN or infinite.
+
     Examples
     --------
     >>> import torch, rfm
@@ -104,8 +167,8 @@ def jacobians(f, X, *, batch_size: int | None = None) -> torch.Tensor:
     return torch.cat(list(_batch_jacobians(f, X, batch_size)))
 
 
-def agop(f, X, *, batch_size: int | None = None, centre: bool = False, diag: bool = False, power: float = 1.0,
-         normalize: str | None = None) -> torch.Tensor:
+def agop(f, X, *, batch_size: int | None = None, center: bool = False, diag: bool = False, power: float = 1.0,
+         normalize: str | None = None, centre: bool | None = None) -> torch.Tensor:
     """AGOP of a differentiable torch function ``f`` at the rows of ``X``, by autograd.
 
     Parameters
@@ -116,12 +179,14 @@ def agop(f, X, *, batch_size: int | None = None, centre: bool = False, diag: boo
         Evaluation points.
     batch_size : int or None, default None
         Rows per backward pass (None: all at once); the result does not depend on it.
-    centre : bool, default False
+    center : bool, default False
         Subtract each output's mean gradient.
     diag : bool, default False
         Return only the diagonal, shape (d,).
     power, normalize : float, str or None, default 1.0, None
         Applied by :func:`rfm.feature_update` (M = normalize(AGOP^power)).
+    centre : bool or None, default None
+        Deprecated name of ``center`` (used when given, with a DeprecationWarning).
 
     Returns
     -------
@@ -135,6 +200,7 @@ def agop(f, X, *, batch_size: int | None = None, centre: bool = False, diag: boo
     >>> A.shape, bool(A[2, 2] == 0)
     (torch.Size([3, 3]), True)
     """
+    center = renamed_keyword("rfm.agop", "centre", "center", centre, center)
     X = check_matrix(X, "X")
     _check_rowwise(f, X)
     acc = None
@@ -142,14 +208,29 @@ def agop(f, X, *, batch_size: int | None = None, centre: bool = False, diag: boo
         if acc is None:
             acc = AGOPAccumulator(G.shape[1], X.shape[1], diag=diag, device=X.device)
         acc.add(G)
-    A = acc.result(centre)
+    A = acc.result(center)
     if power == 1.0 and normalize is None:
         return A
     return feature_update(A, power, normalize)
 
 
 def sample_points(n: int, max_points: int | None, generator=None) -> torch.Tensor | None:
-    """Indices of a uniform random subset of size ``max_points`` (without replacement), or None for all points."""
+    """Indices of a uniform random subset of size ``max_points`` (without replacement), or None for all points.
+
+    Parameters
+    ----------
+    n : int
+        The number of points.
+    max_points : int or None
+        The subset size (>= 1); None, or a size >= n: all points.
+    generator : int or torch.Generator, optional
+        Seed or generator of the draw (0 when None).
+
+    Returns
+    -------
+    torch.Tensor of int64, shape (max_points,), or None
+        Distinct indices in [0, n), on the CPU; None when every point is used.
+    """
     if max_points is None or max_points >= n:
         return None
     check_number("max_points", max_points, low=1, integer=True)

@@ -63,8 +63,29 @@ class AutoSolver:
         self.last_plan = None
 
     def plan(self, n: int, reg: float, device, itemsize: int = 4, kernel=None, available=None) -> dict:
-        """The choice for a problem of n points: ``{"solver", "auto", "reason"}``; ``available`` overrides the
-        free memory in bytes (tests)."""
+        """The choice for a problem of n points, with the reason.
+
+        Parameters
+        ----------
+        n : int
+            The number of training points.
+        reg : float
+            The ridge; 0 always chooses the exact (Cholesky) solve.
+        device : torch.device or str
+            Where the solve runs (sets the crossover and the free memory).
+        itemsize : int, default 4
+            Bytes per kernel entry.
+        kernel : Kernel, optional
+            The kernel, to know whether the fused GPU matrix-vector product is available for it.
+        available : int, optional
+            Free memory in bytes, overriding the measured one (tests).
+
+        Returns
+        -------
+        dict
+            ``{"solver", "auto", "reason"}``: the solver ("cholesky", "cg" or "eigenpro3"), the same with the way CG
+            forms K ("cg/stored", "cg/fused", "cg/blocks"), and why, as text.
+        """
         if not reg > 0:
             return {"solver": "cholesky", "auto": "cholesky", "reason": "reg = 0: interpolation needs the exact solve"}
         dev = torch.device(device).type
@@ -84,10 +105,43 @@ class AutoSolver:
         return {"solver": "cg", "auto": "cg/fused" if fused_ok else "cg/blocks", "reason": why}
 
     def choose(self, n: int, reg: float, device, itemsize: int = 4, kernel=None) -> str:
-        """"cholesky", "cg" or "eigenpro3" for a problem of n points."""
+        """"cholesky", "cg" or "eigenpro3" for a problem of n points.
+
+        Parameters
+        ----------
+        n, reg, device, itemsize, kernel
+            As in :meth:`plan`.
+
+        Returns
+        -------
+        str
+            ``plan(...)["solver"]``.
+        """
         return self.plan(n, reg, device, itemsize, kernel)["solver"]
 
     def solve(self, kernel, Xt, Y, reg, *, pairs=None, mem_bytes=None) -> SolveResult:
+        """Solve (K + reg I) alpha = Y with the solver that :meth:`plan` chooses (recorded in ``last_plan``).
+
+        Parameters
+        ----------
+        kernel : Kernel
+            The kernel.
+        Xt : torch.Tensor, shape (n, r)
+            The transformed training points.
+        Y : torch.Tensor, shape (n, c)
+            The targets.
+        reg : float
+            The ridge.
+        pairs : tuple of index tensors, optional
+            Coincident pairs of the training points.
+        mem_bytes : int, optional
+            Working-memory budget of the kernel blocks.
+
+        Returns
+        -------
+        SolveResult
+            The chosen solver's result, whose ``info`` also holds ``"auto"`` and ``"auto_reason"``.
+        """
         plan = self.plan(Xt.shape[0], reg, Xt.device, Xt.element_size(), kernel)
         self.last_plan = plan
         if plan["solver"] == "cholesky":

@@ -38,7 +38,18 @@ from .kernels import Kernel, kernel_blocks, kernel_matrix, pairwise_
 
 def available_memory(device) -> int:
     """Bytes that can still be allocated: free GPU memory, or MemAvailable of /proc/meminfo on a CPU (4 GiB when
-    it cannot be read)."""
+    it cannot be read).
+
+    Parameters
+    ----------
+    device : torch.device or str
+        The device.
+
+    Returns
+    -------
+    int
+        Bytes.
+    """
     device = torch.device(device)
     if device.type == "cuda":
         return int(torch.cuda.mem_get_info(device)[0])
@@ -116,11 +127,31 @@ class KernelOperator:
         return self.K is not None
 
     def matmul(self, V: torch.Tensor) -> torch.Tensor:
-        """K @ V for V of shape (n, c), in V's dtype."""
+        """K @ V for V of shape (n, c), in V's dtype.
+
+        Parameters
+        ----------
+        V : torch.Tensor, shape (n, c)
+            The vectors.
+
+        Returns
+        -------
+        torch.Tensor, shape (n, c)
+        """
         return self._product(V, V.dtype)
 
     def matmul_accurate(self, V: torch.Tensor) -> torch.Tensor:
-        """K @ V with float64 accumulation (the same K entries as :meth:`matmul`), returned in float64."""
+        """K @ V with float64 accumulation (the same K entries as :meth:`matmul`), returned in float64.
+
+        Parameters
+        ----------
+        V : torch.Tensor, shape (n, c)
+            The vectors.
+
+        Returns
+        -------
+        torch.Tensor, float64, shape (n, c)
+        """
         return self._product(V, torch.float64)
 
     def _product(self, V, dtype):
@@ -162,7 +193,18 @@ class KernelOperator:
                                      out_dtype=dtype)
 
     def columns(self, idx: torch.Tensor) -> torch.Tensor:
-        """K[:, idx], shape (n, len(idx))."""
+        """K[:, idx], shape (n, len(idx)).
+
+        Parameters
+        ----------
+        idx : torch.Tensor of int64, shape (b,)
+            Column indices.
+
+        Returns
+        -------
+        torch.Tensor, shape (n, b)
+            In the points' dtype.
+        """
         if self.K is not None:
             return self.K[:, idx]
         # the columns' points against all points, K[idx, :]^T, with exact zeros where idx meets a duplicate
@@ -174,7 +216,12 @@ class KernelOperator:
         return self.kernel.values_(B).T
 
     def diagonal(self) -> torch.Tensor:
-        """diag(K): k(x, x), 1 for the Laplace and Gaussian kernels."""
+        """diag(K): k(x, x), 1 for the Laplace and Gaussian kernels.
+
+        Returns
+        -------
+        torch.Tensor, shape (n,)
+        """
         return self.kernel.diagonal_values(self.Xt.square().sum(1))
 
 
@@ -183,8 +230,29 @@ def rpcholesky(op: KernelOperator, rank: int, *, block: int = 100, generator=Non
 
     Each round draws ``block`` pivots without replacement with probability proportional to the residual diagonal
     diag(K - F F^T), adds the block's Cholesky columns, and updates the diagonal. Columns whose pivot has vanished
-    (numerically dependent) are dropped, so k may come out smaller than ``rank``. Returns ``(F, pivots)``.
-    At ``rank = n`` the factor reproduces K (to round-off)."""
+    (numerically dependent) are dropped, so k may come out smaller than ``rank``.
+    At ``rank = n`` the factor reproduces K (to round-off).
+
+    Parameters
+    ----------
+    op : KernelOperator
+        K.
+    rank : int
+        The target rank, 1 <= rank <= n.
+    block : int, default 100
+        Pivots drawn per round.
+    generator : int or torch.Generator, optional
+        Seed or generator of the pivot draws (0 when None).
+    dtype : torch.dtype, default torch.float64
+        The dtype of F.
+
+    Returns
+    -------
+    F : torch.Tensor, shape (n, k)
+        The factor, k <= rank.
+    pivots : torch.Tensor of int64, shape (p,)
+        The pivots drawn, in order.
+    """
     n = op.shape[0]
     rank = int(check_number("rank", rank, low=1, high=n, integer=True))
     g = make_generator(0 if generator is None else generator)
@@ -225,7 +293,20 @@ class NystromPreconditioner:
 
     The SVD is computed and applied in float64: with the kernel's largest eigenvalues near n and reg = 1e-3, the
     correction U diag(coef) U^T cancels 1/reg to within reg / S^2 ~ 1e-7, below float32 round-off, so a float32 U
-    makes P^{-1} indefinite (CG then diverges)."""
+    makes P^{-1} indefinite (CG then diverges).
+
+    Parameters
+    ----------
+    F : torch.Tensor, shape (n, k)
+        A Nystrom factor (:func:`rpcholesky`); directions with S^2 <= 1e-8 reg are dropped.
+    reg : float
+        The ridge (> 0).
+
+    Raises
+    ------
+    ValueError
+        If ``reg`` is not positive.
+    """
 
     def __init__(self, F: torch.Tensor, reg: float):
         if not reg > 0:
@@ -242,6 +323,18 @@ class NystromPreconditioner:
         self.rank = int(keep.sum())
 
     def apply(self, R: torch.Tensor) -> torch.Tensor:
+        """P^{-1} R, computed in float64.
+
+        Parameters
+        ----------
+        R : torch.Tensor, shape (n, c)
+            Residuals.
+
+        Returns
+        -------
+        torch.Tensor, shape (n, c)
+            In R's dtype.
+        """
         R64 = R.to(torch.float64)
         return (R64 / self.reg + self.U @ (self.coef[:, None] * (self.U.T @ R64))).to(R.dtype)
 
@@ -249,7 +342,19 @@ class NystromPreconditioner:
 class ConditionEstimate(NamedTuple):
     """Extreme Ritz values of a symmetric positive definite operator after ``steps`` Lanczos steps, and their
     ratio: ``lam_max`` converges first (from below); ``lam_min`` approaches the smallest eigenvalue from above, so
-    ``cond`` is a lower bound on the true condition number (exact once ``steps`` reaches the operator's size)."""
+    ``cond`` is a lower bound on the true condition number (exact once ``steps`` reaches the operator's size).
+
+    Parameters
+    ----------
+    lam_min : float
+        The smallest Ritz value (an upper bound on the smallest eigenvalue).
+    lam_max : float
+        The largest Ritz value (a lower bound on the largest eigenvalue).
+    cond : float
+        ``lam_max / lam_min``, a lower bound on the condition number.
+    steps : int
+        The Lanczos steps taken.
+    """
 
     lam_min: float
     lam_max: float
@@ -312,7 +417,21 @@ def lanczos_condition(op, reg: float = 0.0, *, steps: int = 80, generator=0) -> 
 
 class CGInfo(NamedTuple):
     """How a PCG solve went: iterations, the final true relative residual, whether it met the tolerance, the
-    final true residual R = Y - (K + reg I) alpha, and the history of relative residuals (one per iteration)."""
+    final true residual R = Y - (K + reg I) alpha, and the history of relative residuals (one per iteration).
+
+    Parameters
+    ----------
+    iterations : int
+        CG iterations in all.
+    relres : float
+        The final true relative residual.
+    converged : bool
+        Whether ``relres <= tol``.
+    residual : torch.Tensor, shape (n, c)
+        The final true residual, in Y's dtype.
+    history : list of float
+        Relative residuals.
+    """
 
     iterations: int
     relres: float
@@ -332,8 +451,38 @@ def pcg(op: KernelOperator, Y: torch.Tensor, reg: float, *, precond=None, tol: f
     diverges, because a float32 product K p is accurate to ``eps |K| |p|``, not to ``eps |K p|``, once p lies in the
     small-eigenvalue directions; each refinement step gains what the inner run reached before it stalled.
 
-    Returns ``(alpha, CGInfo)``; a solve that does not converge within ``maxiter`` CG iterations in all returns its
-    best iterate with ``converged=False`` (the caller decides whether to warn)."""
+    A solve that does not converge within ``maxiter`` CG iterations in all returns its best iterate with
+    ``converged=False`` (the caller decides whether to warn).
+
+    Parameters
+    ----------
+    op : KernelOperator
+        K.
+    Y : torch.Tensor, shape (n,) or (n, c)
+        Targets, finite, on the operator's device.
+    reg : float
+        The ridge (>= 0).
+    precond : NystromPreconditioner, optional
+        Applied to the residuals (None: none).
+    tol : float, default 1e-3
+        The relative residual to reach (> 0).
+    maxiter : int, default 500
+        The CG iteration budget.
+    x0 : torch.Tensor, shape (n,) or (n, c), optional
+        A starting point (0 when None).
+
+    Returns
+    -------
+    alpha : torch.Tensor, shape of Y
+        The solution, in Y's dtype.
+    info : CGInfo
+        How the solve went.
+
+    Raises
+    ------
+    ValueError
+        If Y has the wrong shape or device, or is not finite.
+    """
     check_number("tol", tol, low=0, low_inclusive=False)
     check_number("maxiter", maxiter, low=1, integer=True)
     check_number("reg", reg, low=0)
@@ -422,7 +571,18 @@ def default_rank(n: int) -> int:
     Measured on the benchmark task (d = 100, L = 10, reg 1e-3, a learnt M, n = 8000, 2-core CPU, float32): ranks
     200 / 400 / 600 / 800 took 74 / 44 / 31 / 26 CG iterations and 1.58 / 1.27 / 1.73 / 1.98 s per solve
     (preconditioner build included) against 1.86 s for Cholesky: the build cost (n k^2) outgrows the saved
-    iterations above about n/20."""
+    iterations above about n/20.
+
+    Parameters
+    ----------
+    n : int
+        The number of training points.
+
+    Returns
+    -------
+    int
+        ``min(n, max(100, min(1000, n // 20)))``.
+    """
     return int(min(n, max(100, min(1000, n // 20))))
 
 
@@ -458,6 +618,37 @@ class CGSolver:
         self.last_info = None
 
     def solve(self, kernel, Xt, Y, reg, *, pairs=None, mem_bytes=None) -> SolveResult:
+        """Solve (K + reg I) alpha = Y by :func:`pcg` with an RPCholesky-Nystrom preconditioner.
+
+        A solve that does not converge warns (``RuntimeWarning``): with K stored it falls back to a Cholesky solve of
+        it, else it returns the inexact iterate.
+
+        Parameters
+        ----------
+        kernel : Kernel
+            The kernel.
+        Xt : torch.Tensor, shape (n, r)
+            The transformed training points.
+        Y : torch.Tensor, shape (n,) or (n, c)
+            The targets.
+        reg : float
+            The ridge.
+        pairs : tuple of index tensors, optional
+            Coincident pairs of the training points.
+        mem_bytes : int, optional
+            Working-memory budget of the kernel blocks.
+
+        Returns
+        -------
+        SolveResult
+            ``info`` holds "cg_iters", "cg_relres", "precond_rank", "K_stored" and "K_fused"; ``K`` the stored kernel
+            matrix, if any.
+
+        Raises
+        ------
+        ValueError
+            If ``reg`` is not positive.
+        """
         n = Xt.shape[0]
         if not reg > 0:
             raise ValueError("solver='cg' needs reg > 0 (with reg = 0 the system may be singular); use "

@@ -12,14 +12,38 @@ import torch
 
 
 def row_ids(*mats: torch.Tensor):
-    """Integer ids such that two rows (of any of the matrices) get the same id iff they are exactly equal."""
+    """Integer ids such that two rows (of any of the matrices) get the same id iff they are exactly equal.
+
+    Parameters
+    ----------
+    *mats : torch.Tensor, shape (n_k, d)
+        Matrices with the same number of columns, on one device.
+
+    Returns
+    -------
+    tuple of torch.Tensor of int64, shapes (n_k,)
+        One id tensor per matrix.
+    """
     sizes = [m.shape[0] for m in mats]
     _, inv = torch.unique(torch.cat([m.detach() for m in mats]), dim=0, return_inverse=True)
     return torch.split(inv, sizes)
 
 
 def coincident_pairs(z_ids: torch.Tensor, x_ids: torch.Tensor):
-    """All (j, i) with ``z_ids[j] == x_ids[i]``, as two index tensors sorted by j: the pairs of identical points."""
+    """All (j, i) with ``z_ids[j] == x_ids[i]``, as two index tensors sorted by j: the pairs of identical points.
+
+    Parameters
+    ----------
+    z_ids : torch.Tensor of int64, shape (m,)
+        Row ids of the evaluation points (:func:`row_ids`).
+    x_ids : torch.Tensor of int64, shape (n,)
+        Row ids of the centres, on the same device.
+
+    Returns
+    -------
+    rows, cols : torch.Tensor of int64, shape (p,)
+        The p pairs: row j of Z and row i of X, sorted by j.
+    """
     order = torch.argsort(x_ids)
     xs = x_ids[order]
     left = torch.searchsorted(xs, z_ids, right=False)
@@ -32,7 +56,20 @@ def coincident_pairs(z_ids: torch.Tensor, x_ids: torch.Tensor):
 
 
 def find_pairs(Z: torch.Tensor, X: torch.Tensor | None = None):
-    """The coincident (row of Z, row of X) pairs; ``X=None`` means Z against itself (the diagonal and duplicates)."""
+    """The coincident (row of Z, row of X) pairs; ``X=None`` means Z against itself (the diagonal and duplicates).
+
+    Parameters
+    ----------
+    Z : torch.Tensor, shape (m, d)
+        Evaluation points.
+    X : torch.Tensor, shape (n, d), optional
+        Centres (None: Z).
+
+    Returns
+    -------
+    rows, cols : torch.Tensor of int64, shape (p,)
+        As in :func:`coincident_pairs`.
+    """
     if X is None:
         ids = row_ids(Z)[0]
         return coincident_pairs(ids, ids)
@@ -40,7 +77,20 @@ def find_pairs(Z: torch.Tensor, X: torch.Tensor | None = None):
 
 
 def block_pairs(pairs, sl: slice):
-    """The coincident pairs whose row lies in the block ``sl``, with rows relative to the block start."""
+    """The coincident pairs whose row lies in the block ``sl``, with rows relative to the block start.
+
+    Parameters
+    ----------
+    pairs : tuple of torch.Tensor or None
+        (rows, cols) sorted by row, as :func:`coincident_pairs` returns them.
+    sl : slice
+        A block of rows, with integer start and stop.
+
+    Returns
+    -------
+    tuple of torch.Tensor or None
+        (rows - sl.start, cols) of the pairs in the block; None when ``pairs`` is None.
+    """
     if pairs is None:
         return None
     rows, cols = pairs
@@ -49,7 +99,22 @@ def block_pairs(pairs, sl: slice):
 
 
 def subset_pairs(pairs, idx: torch.Tensor, n_rows: int):
-    """The pairs of the rows ``idx`` (in that order) of a set whose pairs are ``pairs``, renumbered 0..len(idx)-1."""
+    """The pairs of the rows ``idx`` (in that order) of a set whose pairs are ``pairs``, renumbered 0..len(idx)-1.
+
+    Parameters
+    ----------
+    pairs : tuple of torch.Tensor or None
+        (rows, cols) of the whole set.
+    idx : torch.Tensor of int64, shape (k,)
+        Distinct rows kept.
+    n_rows : int
+        The number of rows of the whole set.
+
+    Returns
+    -------
+    tuple of torch.Tensor or None
+        (new rows, cols) sorted by new row; None when ``pairs`` is None.
+    """
     if pairs is None:
         return None
     rows, cols = pairs

@@ -123,7 +123,21 @@ def solve_krr(K: torch.Tensor, Y: torch.Tensor, reg: float = 0.0, *, overwrite: 
 
 class SolveResult(NamedTuple):
     """What a solver returns: the coefficients, the method used, and the training predictions f(X) when the solve
-    gives them for free (an exact solve: f(X) = Y - reg alpha), else None (then they are computed)."""
+    gives them for free (an exact solve: f(X) = Y - reg alpha), else None (then they are computed).
+
+    Parameters
+    ----------
+    alpha : torch.Tensor, shape (n, c)
+        The coefficients.
+    method : str
+        The method that solved (e.g. "cholesky", "lstsq", "cg").
+    train_pred : torch.Tensor, shape (n, c), or None
+        f(X) when the solve gives it.
+    info : dict or None, default None
+        Extra numbers for the history (iterations, residual, ...).
+    K : torch.Tensor, shape (n, n), or None, default None
+        K(X, X) when the solver kept it intact (the AGOP can reuse it).
+    """
 
     alpha: torch.Tensor
     method: str
@@ -146,7 +160,28 @@ class DirectSolver:
     def solve(self, kernel, Xt: torch.Tensor, Y: torch.Tensor, reg: float, *, pairs=None,
               mem_bytes: int | None = None) -> SolveResult:
         """Solve (K_M(X, X) + reg I) alpha = Y, given the transformed training points ``Xt`` (x~ = L^T x) and
-        their coincident pairs (the diagonal and duplicated rows)."""
+        their coincident pairs (the diagonal and duplicated rows).
+
+        Parameters
+        ----------
+        kernel : Kernel
+            The kernel.
+        Xt : torch.Tensor, shape (n, r)
+            The transformed training points.
+        Y : torch.Tensor, shape (n, c)
+            The targets.
+        reg : float
+            The ridge (>= 0).
+        pairs : tuple of index tensors, optional
+            Coincident pairs of the training points.
+        mem_bytes : int, optional
+            Working-memory budget of the kernel blocks.
+
+        Returns
+        -------
+        SolveResult
+            alpha (n, c) by :func:`solve_krr`; ``train_pred`` = Y - reg alpha except after a least-squares fallback.
+        """
         K = kernel_matrix(kernel, Xt, transformed=True, pairs=pairs, mem_bytes=mem_bytes)
         alpha, method = solve_krr(K, Y, reg, overwrite=True, method=self.method, check_symmetric=False)
         del K

@@ -44,6 +44,7 @@ from typing import NamedTuple
 import torch
 
 from .._checks import check_number
+from .._compat import renamed_keyword
 from ..utils import make_generator
 from .agop import sample_points
 from .cg import KernelOperator
@@ -53,7 +54,19 @@ from .kernels import Kernel, kernel_matrix
 
 class NystromEigensystem(NamedTuple):
     """Top eigenpairs of K(S, S) / s on a subsample S: ``values`` (q,) descending, ``vectors`` (s, q) orthonormal,
-    ``idx`` the subsample's indices into the data, ``beta`` the largest k(x, x) on S."""
+    ``idx`` the subsample's indices into the data, ``beta`` the largest k(x, x) on S.
+
+    Parameters
+    ----------
+    values : torch.Tensor, float64, shape (q,)
+        Eigenvalues, descending.
+    vectors : torch.Tensor, float64, shape (s, q)
+        Orthonormal eigenvectors.
+    idx : torch.Tensor of int64, shape (s,)
+        The subsample.
+    beta : float
+        max k(x, x) over S.
+    """
 
     values: torch.Tensor
     vectors: torch.Tensor
@@ -80,7 +93,34 @@ def nystrom_eigensystem(kernel: Kernel, Xt: torch.Tensor, q: int | None = None, 
 
     S is ``idx`` when given, else ``s`` points drawn without replacement by ``generator`` (all points when s is None
     or at least n). The eigendecomposition is a full ``eigh`` in float64 (s is at most a few thousand); ``q`` None
-    keeps all s pairs. ``pairs`` are the coincident pairs of ``Xt`` (the diagonal by default)."""
+    keeps all s pairs. ``pairs`` are the coincident pairs of ``Xt`` (the diagonal by default).
+
+    Parameters
+    ----------
+    kernel : Kernel
+        The kernel.
+    Xt : torch.Tensor, shape (n, r)
+        Transformed points (floating point).
+    q : int, optional
+        Eigenpairs kept, 1 <= q <= s.
+    s : int, optional
+        Subsample size.
+    idx : index tensor, optional
+        The subsample (overrides ``s``).
+    generator : int or torch.Generator, default 0
+        Seeds the draw.
+    pairs : tuple of index tensors, optional
+        Coincident pairs of Xt.
+
+    Returns
+    -------
+    NystromEigensystem
+
+    Raises
+    ------
+    TypeError
+        If Xt is not a 2-D floating tensor.
+    """
     if not isinstance(Xt, torch.Tensor) or Xt.ndim != 2 or not Xt.is_floating_point():
         raise TypeError(f"Xt must be a 2-D floating torch tensor (n, r), got {type(Xt).__name__}")
     n = Xt.shape[0]
@@ -103,7 +143,23 @@ def nystrom_eigensystem(kernel: Kernel, Xt: torch.Tensor, q: int | None = None, 
 def nystrom_factor(kernel: Kernel, Xt: torch.Tensor, eig: NystromEigensystem, *, rtol: float = 1e-10):
     """F (n, k) with K(X, X) ~ F F^T = K(X, S) K(S, S)^+ K(S, X), the Nystrom approximation from the eigensystem
     (eigenvalues below ``rtol`` times the largest are dropped). It is exact when K has rank at most the number of
-    kept eigenpairs and S spans it."""
+    kept eigenpairs and S spans it.
+
+    Parameters
+    ----------
+    kernel : Kernel
+        The kernel.
+    Xt : torch.Tensor, shape (n, r)
+        Transformed points.
+    eig : NystromEigensystem
+        From :func:`nystrom_eigensystem` on the same points.
+    rtol : float, default 1e-10
+        Relative cut-off of the eigenvalues.
+
+    Returns
+    -------
+    torch.Tensor, float64, shape (n, k)
+    """
     keep = eig.values > rtol * float(eig.values[0])
     s = len(eig.idx)
     C = kernel_matrix(kernel, Xt, Xt[eig.idx], transformed=True).to(torch.float64)
@@ -113,7 +169,31 @@ def nystrom_factor(kernel: Kernel, Xt: torch.Tensor, eig: NystromEigensystem, *,
 class EigenProSetup(NamedTuple):
     """What EigenPro 2 derives from the Nystrom eigensystem: the kept eigenpairs (``q - 1`` of them), the
     preconditioner's scaled vectors V D (s, q - 1) and V (s, q - 1), lambda_q, the top eigenvalue before and after
-    preconditioning, beta, and the batch size and step (``eta``: the step per batch, ``eta / bs`` per coefficient)."""
+    preconditioning, beta, and the batch size and step (``eta``: the step per batch, ``eta / bs`` per coefficient).
+
+    Parameters
+    ----------
+    q : int
+        The preconditioner's level.
+    VD : torch.Tensor, shape (s, q - 1)
+        V D.
+    V : torch.Tensor, shape (s, q - 1)
+        The eigenvectors scaled by 1 / sqrt(s).
+    idx : torch.Tensor of int64, shape (s,)
+        The subsample.
+    tail : float
+        lambda_q.
+    top : float
+        The top eigenvalue.
+    new_top : float
+        The top eigenvalue after preconditioning.
+    beta : float
+        max k(x, x) (plus reg).
+    bs : int
+        The batch size.
+    eta : float
+        The step per batch.
+    """
 
     q: int
     VD: torch.Tensor
@@ -133,7 +213,36 @@ def eigenpro_setup(eig: NystromEigensystem, *, q=None, bs=None, bs_max=None, alp
 
     ``q`` None chooses q automatically; ``q = 1`` is no preconditioning (plain SGD). ``bs_max`` is the largest batch
     the device holds (None: no limit beyond n); ``bs`` forces a batch size. ``reg`` adds reg / s to the eigenvalues
-    and reg to beta (EigenPro on the kernel k + reg [x = x'])."""
+    and reg to beta (EigenPro on the kernel k + reg [x = x']).
+
+    Parameters
+    ----------
+    eig : NystromEigensystem
+        The eigensystem.
+    q : int, optional
+        The level (1 <= q <= number of eigenpairs).
+    bs : int, optional
+        The batch size.
+    bs_max : int, optional
+        The largest batch.
+    alpha : float, default 0.95
+        The damping exponent, in (0, 1].
+    min_q : int, default 5
+        The smallest automatic q.
+    reg : float, default 0.0
+        The ridge.
+    n : int, optional
+        The number of data points (default: s).
+
+    Returns
+    -------
+    EigenProSetup
+
+    Raises
+    ------
+    ValueError
+        If the subsample is smaller than ``min_q``, or lambda_q is not positive.
+    """
     check_number("alpha", alpha, low=0, high=1, low_inclusive=False)
     s = len(eig.idx)
     n = s if n is None else int(n)
@@ -168,7 +277,21 @@ def eigenpro_setup(eig: NystromEigensystem, *, q=None, bs=None, bs_max=None, alp
 
 class EigenProInfo(NamedTuple):
     """How an EigenPro run went: the setup, the epochs run, and per epoch (after it) the training MSE and the
-    relative residual ``|(K + reg I) alpha - Y|_F / |Y|_F`` (empty when not tracked)."""
+    relative residual ``|(K + reg I) alpha - Y|_F / |Y|_F`` (empty when not tracked).
+
+    Parameters
+    ----------
+    setup : EigenProSetup
+        The preconditioner, batch size and step.
+    epochs : int
+        Epochs run.
+    train_mse : list of float
+        Per epoch.
+    relres : list of float
+        Per epoch (EigenPro 3: the validation MSE).
+    extra : dict or None, default None
+        EigenPro 3's exact projection: the jitter used and the factorisations tried.
+    """
 
     setup: EigenProSetup
     epochs: int
@@ -214,7 +337,17 @@ def eigenpro2(op: KernelOperator, Y: torch.Tensor, reg: float = 0.0, *, epochs: 
     x0 : torch.Tensor, optional
         Starting coefficients (default zero).
 
-    Returns ``(alpha, EigenProInfo)``, alpha in Y's shape and dtype."""
+    Returns
+    -------
+    alpha : torch.Tensor
+        The coefficients, in Y's shape and dtype.
+    info : EigenProInfo
+
+    Raises
+    ------
+    ValueError
+        If Y is not (n,) or (n, c), or is not finite.
+    """
     n = op.shape[0]
     Y2 = _check_Y(Y, n)
     check_number("reg", reg, low=0)
@@ -269,8 +402,42 @@ def eigenpro3(kernel: Kernel, Xt: torch.Tensor, Y: torch.Tensor, Zt: torch.Tenso
     centres, as the authors do. Memory: K(Z, Z) (p x p, for the exact projection) and K(X_B, Z); never n x n.
     With ``X_val``, ``Y_val`` the validation MSE is recorded per epoch.
 
-    Returns ``(a, EigenProInfo)``; the info's ``train_mse`` is the MSE on a batch-by-batch pass after each epoch, and
-    its ``relres`` holds the validation MSE when given."""
+    Parameters
+    ----------
+    kernel : Kernel
+        The kernel.
+    Xt : torch.Tensor, shape (n, r)
+        Transformed data.
+    Y : torch.Tensor, shape (n,) or (n, c)
+        Targets.
+    Zt : torch.Tensor, shape (p, r)
+        Transformed centres.
+    epochs : int, default 10
+        Passes over the data.
+    s, q, bs, bs_max, alpha, generator, idx
+        As in :func:`eigenpro2`.
+    projection : {"exact", "eigenpro"}, default "exact"
+        How the projection is solved.
+    projection_epochs : int, default 2
+        EigenPro 2 epochs per projection (``"eigenpro"``).
+    jitter : float, default 1e-7
+        Starting relative jitter of the exact projection (:func:`centre_factor`).
+    X_val, Y_val : torch.Tensor, optional
+        Validation data (transformed), for the per-epoch validation MSE.
+
+    Returns
+    -------
+    a : torch.Tensor, shape (p,) or (p, c)
+        The coefficients on the centres, in Y's dtype.
+    info : EigenProInfo
+        ``train_mse`` is the MSE on a batch-by-batch pass after each epoch, ``relres`` the validation MSE when
+        given, ``extra`` the exact projection's jitter and tries.
+
+    Raises
+    ------
+    ValueError
+        If Y or Zt has the wrong shape, or ``projection`` is unknown.
+    """
     n = Xt.shape[0]
     Y2 = _check_Y(Y, n)
     if not isinstance(Zt, torch.Tensor) or Zt.ndim != 2 or Zt.shape[1] != Xt.shape[1]:
@@ -323,7 +490,17 @@ def eigenpro3(kernel: Kernel, Xt: torch.Tensor, Y: torch.Tensor, Zt: torch.Tenso
 
 class CentreFactor(NamedTuple):
     """The Cholesky factor of K(Z, Z) + jitter I used by EigenPro 3's exact projection: ``L``, the ``jitter``
-    added (absolute), and how many factorisations were tried (1 when the first jitter sufficed)."""
+    added (absolute), and how many factorisations were tried (1 when the first jitter sufficed).
+
+    Parameters
+    ----------
+    L : torch.Tensor, float64, shape (p, p)
+        The lower Cholesky factor.
+    jitter : float
+        The absolute jitter added to the diagonal.
+    tries : int
+        Factorisations tried.
+    """
 
     L: torch.Tensor
     jitter: float
@@ -334,7 +511,28 @@ def centre_factor(kernel: Kernel, Zt: torch.Tensor, jitter: float = 1e-7, *, max
     """Factor K(Z, Z) + j I robustly: K computed in float64 from the centres (not a float32 K converted, whose
     round-off makes a learnt M's kernel indefinite at the 1e-7 level), j = jitter * mean diag, raised tenfold
     until Cholesky succeeds (up to ``max_jitter`` * mean diag). The jitter used is recorded
-    (:class:`CentreFactor`); past ``max_jitter`` it is a ``RuntimeError`` naming it."""
+    (:class:`CentreFactor`); past ``max_jitter`` it is a ``RuntimeError`` naming it.
+
+    Parameters
+    ----------
+    kernel : Kernel
+        The kernel.
+    Zt : torch.Tensor, shape (p, r)
+        Transformed centres.
+    jitter : float, default 1e-7
+        The first relative jitter.
+    max_jitter : float, default 1e-1
+        The largest relative jitter.
+
+    Returns
+    -------
+    CentreFactor
+
+    Raises
+    ------
+    RuntimeError
+        If Cholesky fails at ``max_jitter``.
+    """
     KZ = kernel_matrix(kernel, Zt.to(torch.float64), transformed=True)
     scale = float(KZ.diagonal().mean()) or 1.0
     j, tries = jitter, 0
@@ -354,7 +552,26 @@ def centre_factor(kernel: Kernel, Zt: torch.Tensor, jitter: float = 1e-7, *, max
 
 def nystrom_krr(kernel: Kernel, Xt: torch.Tensor, Y: torch.Tensor, Zt: torch.Tensor, reg: float = 0.0):
     """The exact least-squares model on centres Z: ``a = argmin |K(X, Z) a - Y|^2 + reg a^T K(Z, Z) a``, solved as
-    (K(Z, X) K(X, Z) + reg K(Z, Z)) a = K(Z, X) Y in float64 (the solution EigenPro 3 approaches)."""
+    (K(Z, X) K(X, Z) + reg K(Z, Z)) a = K(Z, X) Y in float64 (the solution EigenPro 3 approaches).
+
+    Parameters
+    ----------
+    kernel : Kernel
+        The kernel.
+    Xt : torch.Tensor, shape (n, r)
+        Transformed data.
+    Y : torch.Tensor, shape (n,) or (n, c)
+        Targets.
+    Zt : torch.Tensor, shape (p, r)
+        Transformed centres.
+    reg : float, default 0.0
+        The ridge in the RKHS norm of the centres' model.
+
+    Returns
+    -------
+    torch.Tensor, shape (p,) or (p, c)
+        In Y's dtype.
+    """
     KXZ = kernel_matrix(kernel, Xt, Zt, transformed=True).to(torch.float64)
     A = KXZ.T @ KXZ
     if reg:
@@ -396,6 +613,28 @@ class EigenPro2Solver:
         self.last_info = None
 
     def solve(self, kernel, Xt, Y, reg, *, pairs=None, mem_bytes=None) -> SolveResult:
+        """Solve (K + reg I) alpha = Y by :func:`eigenpro2` with this solver's settings (the info in ``last_info``).
+
+        Parameters
+        ----------
+        kernel : Kernel
+            The kernel.
+        Xt : torch.Tensor, shape (n, r)
+            The transformed training points.
+        Y : torch.Tensor, shape (n,) or (n, c)
+            The targets.
+        reg : float
+            The ridge.
+        pairs : tuple of index tensors, optional
+            Coincident pairs of the training points.
+        mem_bytes : int, optional
+            Working-memory budget of the kernel blocks.
+
+        Returns
+        -------
+        SolveResult
+            ``info`` holds the epochs, q, batch size, step and top eigenvalues; ``K`` the stored kernel matrix, if any.
+        """
         op = KernelOperator(kernel, Xt, pairs=pairs, mem_bytes=mem_bytes, store=self.store)
         alpha, info = eigenpro2(op, Y, reg, epochs=self.epochs, s=self.s, q=self.q, bs=self.bs,
                                 bs_max=self.bs_max, alpha=self.alpha, tol=self.tol, generator=self.seed,
@@ -421,7 +660,7 @@ EP3_MAX_CENTRES = 20_000
 class EigenPro3Solver:
     """Kernel regression on a subset of the training points as centres, by EigenPro 3 (``solver="eigenpro3"``).
 
-    The centres are ``centres`` training points drawn by ``seed`` (an int, or a fraction of n when below 1; None:
+    The centres are ``centers`` training points drawn by ``seed`` (an int, or a fraction of n when below 1; None:
     all points up to :data:`EP3_MAX_CENTRES`, then that many); the returned coefficients are zero on the other
     points. ``reg`` is ignored: EigenPro 3 fits the centres' model to the data without a ridge (the number of
     centres and early stopping regularise). The exact projection factors K(Z, Z) in float64 with a jitter raised
@@ -429,23 +668,47 @@ class EigenPro3Solver:
 
     Parameters
     ----------
-    centres : int, float or None, default None
+    centers : int, float or None, default None
+        The number of centres (an int), or their fraction of n (a float below 1); None: the default above.
     epochs : int, default 10
+        Epochs of EigenPro 3.
     s : int, default 2000
+        Subsample size of the preconditioner (as in :func:`eigenpro3`).
     projection : {"exact", "eigenpro"}, default "exact"
+        How the projection onto the centres is solved (as in :func:`eigenpro3`).
     seed : int, default 0
+        Seed of the draw of the centres and of the iteration.
+    centres : int, float or None, default None
+        Deprecated name of ``centers`` (used when given, with a DeprecationWarning).
+
+    Raises
+    ------
+    ValueError
+        If ``centers`` is not positive or ``epochs`` not a positive int.
     """
 
-    def __init__(self, centres=None, epochs=10, s=2000, projection="exact", seed=0):
-        if centres is not None:
-            check_number("centres", centres, low=0, low_inclusive=False)
+    def __init__(self, centers=None, epochs=10, s=2000, projection="exact", seed=0, *, centres=None):
+        centers = renamed_keyword("EigenPro3Solver", "centres", "centers", centres, centers)
+        if centers is not None:
+            check_number("centers", centers, low=0, low_inclusive=False)
         check_number("epochs", epochs, low=1, integer=True)
-        self.centres, self.epochs, self.s, self.projection, self.seed = centres, epochs, s, projection, seed
+        self.centers, self.epochs, self.s, self.projection, self.seed = centers, epochs, s, projection, seed
         self.last_info = None
 
     def n_centres(self, n: int) -> int:
-        """The number of centres for n training points."""
-        c = self.centres
+        """The number of centres for n training points.
+
+        Parameters
+        ----------
+        n : int
+            The number of training points.
+
+        Returns
+        -------
+        int
+            Between 1 and n.
+        """
+        c = self.centers
         if c is None:
             p = min(n, EP3_MAX_CENTRES)
         else:
@@ -453,6 +716,29 @@ class EigenPro3Solver:
         return max(1, min(p, n))
 
     def solve(self, kernel, Xt, Y, reg, *, pairs=None, mem_bytes=None) -> SolveResult:
+        """Fit by :func:`eigenpro3` on :meth:`n_centres` training points drawn by ``seed``; ``reg`` is ignored.
+
+        Parameters
+        ----------
+        kernel : Kernel
+            The kernel.
+        Xt : torch.Tensor, shape (n, r)
+            The transformed training points.
+        Y : torch.Tensor, shape (n,) or (n, c)
+            The targets.
+        reg : float
+            The ridge.
+        pairs : tuple of index tensors, optional
+            Coincident pairs of the training points.
+        mem_bytes : int, optional
+            Working-memory budget of the kernel blocks.
+
+        Returns
+        -------
+        SolveResult
+            alpha (n,) or (n, c), zero off the centres; ``info`` holds the epochs, q, batch size, number of centres
+            and the exact projection's jitter.
+        """
         n = Xt.shape[0]
         p = self.n_centres(n)
         Zi = torch.randperm(n, generator=make_generator(self.seed))[:p].to(Xt.device)
@@ -466,4 +752,4 @@ class EigenPro3Solver:
         return SolveResult(alpha, "eigenpro3", None, info=record)
 
     def __repr__(self):
-        return f"EigenPro3Solver(centres={self.centres!r}, epochs={self.epochs!r}, projection={self.projection!r})"
+        return f"EigenPro3Solver(centers={self.centers!r}, epochs={self.epochs!r}, projection={self.projection!r})"

@@ -45,11 +45,27 @@ UPDATES = ("agop", "fact", "fact_geometric")
 
 
 def kernel_fact(machine: KernelMachine, *, pairs=None) -> torch.Tensor:
-    r"""The kernel FACT F = (1/n) sum_i sum_c alpha_ic grad f_c(x_i) x_i^T of a fitted kernel machine, summed over its
+    """The kernel FACT F = (1/n) sum_i sum_c alpha_ic grad f_c(x_i) x_i^T of a fitted kernel machine, summed over its
     centres (the training points), float64 (d, d); not symmetric in general.
 
     ``pairs`` are the coincident (centre, centre) pairs when known (:func:`rfm.core.coincident.find_pairs`; found by
     comparing rows otherwise): the kernel's gradient at its own centre is 0 there, as in the AGOP.
+
+    Parameters
+    ----------
+    machine : KernelMachine
+        The fitted kernel machine.
+    pairs : tuple of index tensors, optional
+        Coincident (centre, centre) pairs.
+
+    Returns
+    -------
+    torch.Tensor, float64, shape (d, d)
+
+    Raises
+    ------
+    TypeError
+        If ``machine`` is not a :class:`rfm.KernelMachine`.
 
     Examples
     --------
@@ -73,8 +89,26 @@ def kernel_fact(machine: KernelMachine, *, pairs=None) -> torch.Tensor:
 
 
 def fact_feature_matrix(F, M=None, *, geometric: bool = False) -> torch.Tensor:
-    r"""The FACT-RFM target matrix, symmetric PSD, float64 (d, d): (F F^T)^{1/2}, or with ``geometric``
+    """The FACT-RFM target matrix, symmetric PSD, float64 (d, d): (F F^T)^{1/2}, or with ``geometric``
     (F M^2 F^T)^{1/4} (M symmetric (d, d) required then).
+
+    Parameters
+    ----------
+    F : array-like or torch.Tensor, shape (d, d)
+        The FACT (:func:`kernel_fact`).
+    M : array-like or torch.Tensor, shape (d, d), optional
+        The current feature matrix (symmetrised here); required with ``geometric``.
+    geometric : bool, default False
+        Use the geometric form (F M^2 F^T)^{1/4}.
+
+    Returns
+    -------
+    torch.Tensor, float64, shape (d, d)
+
+    Raises
+    ------
+    ValueError
+        If F is not square, or ``geometric`` is set without an M of F's shape.
 
     Examples
     --------
@@ -101,7 +135,24 @@ def fact_feature_matrix(F, M=None, *, geometric: bool = False) -> torch.Tensor:
 
 
 def fact_update_target(update: str, machine: KernelMachine, M, *, pairs=None) -> torch.Tensor:
-    """The matrix the ``"fact"`` or ``"fact_geometric"`` update maps to M (before normalisation): float64 (d, d)."""
+    """The matrix the ``"fact"`` or ``"fact_geometric"`` update maps to M (before normalisation): float64 (d, d).
+
+    Parameters
+    ----------
+    update : {"fact", "fact_geometric"}
+        The update.
+    machine : KernelMachine
+        The fitted kernel machine of this iteration.
+    M : torch.Tensor, shape (d, d)
+        The current feature matrix (used by "fact_geometric").
+    pairs : tuple of index tensors, optional
+        Coincident (centre, centre) pairs.
+
+    Returns
+    -------
+    torch.Tensor, float64, shape (d, d)
+        :func:`fact_feature_matrix` of :func:`kernel_fact`.
+    """
     check_choice("update", update, UPDATES[1:])
     F = kernel_fact(machine, pairs=pairs)
     if update == "fact":

@@ -25,6 +25,23 @@ class FeatureMatrix:
     Build one with :meth:`identity`, :meth:`full`, :meth:`diag` or :meth:`factor`, or let :func:`as_feature_matrix`
     read a tensor (1-D -> diag, square -> full).
 
+    Parameters
+    ----------
+    kind : {"identity", "full", "diag", "factor"}
+        The form.
+    data : torch.Tensor or None
+        None (identity), M (d, d) (full), its diagonal (d,) (diag), or F (d, r) with M = F F^T (factor); not checked
+        here (the named constructors check it).
+    dim : int
+        d.
+    sqrt : torch.Tensor, shape (d, r), optional
+        A float64 square-root factor of a full M, when already computed.
+
+    Raises
+    ------
+    ValueError
+        If ``kind`` is unknown.
+
     Examples
     --------
     >>> import torch
@@ -45,14 +62,39 @@ class FeatureMatrix:
     # -- constructors ------------------------------------------------------------------------------------------
     @classmethod
     def identity(cls, d: int) -> FeatureMatrix:
-        """M = I_d."""
+        """M = I_d.
+
+        Parameters
+        ----------
+        d : int
+            The dimension (>= 1).
+
+        Returns
+        -------
+        FeatureMatrix
+        """
         check_number("d", d, low=1, integer=True)
         return cls("identity", None, d)
 
     @classmethod
     def full(cls, M) -> FeatureMatrix:
         """A full symmetric PSD matrix (d, d). A matrix that is not symmetric, or has a negative eigenvalue beyond
-        round-off (1e-5 of the largest), is an error: clamp it first with :func:`rfm.psd_power` (power 1)."""
+        round-off (1e-5 of the largest), is an error: clamp it first with :func:`rfm.psd_power` (power 1).
+
+        Parameters
+        ----------
+        M : array-like or torch.Tensor, shape (d, d)
+            The matrix (symmetrised; negative round-off eigenvalues are clamped in its square-root factor).
+
+        Returns
+        -------
+        FeatureMatrix
+
+        Raises
+        ------
+        ValueError
+            If M is not square, not symmetric (beyond 1e-4 of its largest entry) or not PSD.
+        """
         M = check_matrix(M, "M")
         if M.shape[0] != M.shape[1]:
             raise ValueError(f"a full feature matrix M must be square (d, d), got shape {tuple(M.shape)}")
@@ -70,7 +112,22 @@ class FeatureMatrix:
 
     @classmethod
     def diag(cls, m) -> FeatureMatrix:
-        """A diagonal M given by its diagonal, a 1-D vector of non-negative numbers."""
+        """A diagonal M given by its diagonal, a 1-D vector of non-negative numbers.
+
+        Parameters
+        ----------
+        m : array-like or torch.Tensor, shape (d,)
+            The diagonal.
+
+        Returns
+        -------
+        FeatureMatrix
+
+        Raises
+        ------
+        ValueError
+            If m is not 1-D, not finite, or has a negative entry.
+        """
         m = torch.as_tensor(m)
         if m.ndim != 1:
             raise ValueError(f"a diagonal feature matrix is given by a 1-D vector, got shape {tuple(m.shape)}")
@@ -82,18 +139,53 @@ class FeatureMatrix:
 
     @classmethod
     def factor(cls, F) -> FeatureMatrix:
-        """M = F F^T for a (d, r) factor F."""
+        """M = F F^T for a (d, r) factor F.
+
+        Parameters
+        ----------
+        F : array-like or torch.Tensor, shape (d, r)
+            The factor.
+
+        Returns
+        -------
+        FeatureMatrix
+        """
         F = check_matrix(F, "F")
         return cls("factor", F, F.shape[0])
 
     # -- conversions -------------------------------------------------------------------------------------------
     def to(self, device=None, dtype=None) -> FeatureMatrix:
-        """The same M with its data on ``device`` / in ``dtype`` (the float64 square-root factor is shared)."""
+        """The same M with its data on ``device`` / in ``dtype`` (the float64 square-root factor is shared).
+
+        Parameters
+        ----------
+        device : torch.device or str, optional
+            The device (None: unchanged).
+        dtype : torch.dtype, optional
+            The dtype (None: unchanged).
+
+        Returns
+        -------
+        FeatureMatrix
+            A new object.
+        """
         data = None if self.data is None else self.data.to(device=device, dtype=dtype)
         return FeatureMatrix(self.kind, data, self.dim, sqrt=self._sqrt)
 
     def dense(self, dtype=torch.float64, device=None) -> torch.Tensor:
-        """M as a (d, d) matrix."""
+        """M as a (d, d) matrix.
+
+        Parameters
+        ----------
+        dtype : torch.dtype, default torch.float64
+            The dtype of the result.
+        device : torch.device or str, optional
+            Its device (None: the CPU for the identity, else the data's device).
+
+        Returns
+        -------
+        torch.Tensor, shape (d, d)
+        """
         if self.kind == "identity":
             return torch.eye(self.dim, dtype=dtype, device=device)
         if self.kind == "diag":
@@ -103,13 +195,32 @@ class FeatureMatrix:
         return self.data.to(dtype=dtype, device=device)
 
     def snapshot(self) -> torch.Tensor:
-        """A CPU copy for records: the diagonal vector of a diagonal M, else the dense float64 matrix."""
+        """A CPU copy for records: the diagonal vector of a diagonal M, else the dense float64 matrix.
+
+        Returns
+        -------
+        torch.Tensor, shape (d,) (diag, in the data's dtype) or (d, d) (float64)
+        """
         if self.kind == "diag":
             return self.data.detach().cpu().clone()
         return self.dense(dtype=torch.float64).cpu()
 
     def sqrt_factor(self, dtype, device):
-        """L with M = L L^T: ``None`` (identity), a vector (diag), or a matrix (d, r)."""
+        """L with M = L L^T: ``None`` (identity), a vector (diag), or a matrix (d, r).
+
+        Parameters
+        ----------
+        dtype : torch.dtype
+            The dtype of the result.
+        device : torch.device or str
+            Its device.
+
+        Returns
+        -------
+        torch.Tensor or None
+            None for the identity, sqrt of the diagonal (d,) for diag, F (d, r) for factor, and for full the
+            eigenvector factor V sqrt(Lambda) (d, d) (computed once in float64, negative eigenvalues clamped).
+        """
         if self.kind == "identity":
             return None
         if self.kind == "diag":
@@ -122,21 +233,53 @@ class FeatureMatrix:
         return self._sqrt.to(dtype=dtype, device=device)
 
     def transform(self, X: torch.Tensor) -> torch.Tensor:
-        """x~ = L^T x for every row of X."""
+        """x~ = L^T x for every row of X.
+
+        Parameters
+        ----------
+        X : torch.Tensor, shape (n, d)
+            Points.
+
+        Returns
+        -------
+        torch.Tensor, shape (n, r)
+            X itself for the identity (r = d), else a new tensor in X's dtype and device.
+        """
         L = self.sqrt_factor(X.dtype, X.device)
         if L is None:
             return X
         return X * L if L.ndim == 1 else X @ L
 
     def pullback(self, G: torch.Tensor) -> torch.Tensor:
-        """Map gradients from transformed to input coordinates: grad_z = L grad_z~ (on the last axis)."""
+        """Map gradients from transformed to input coordinates: grad_z = L grad_z~ (on the last axis).
+
+        Parameters
+        ----------
+        G : torch.Tensor, shape (..., r)
+            Gradients in transformed coordinates.
+
+        Returns
+        -------
+        torch.Tensor, shape (..., d)
+        """
         L = self.sqrt_factor(G.dtype, G.device)
         if L is None:
             return G
         return G * L if L.ndim == 1 else G @ L.T
 
     def pullback_agop(self, A: torch.Tensor) -> torch.Tensor:
-        """L A L^T for an AGOP computed in transformed coordinates (A a matrix, or a vector for diagonal L)."""
+        """L A L^T for an AGOP computed in transformed coordinates (A a matrix, or a vector for diagonal L).
+
+        Parameters
+        ----------
+        A : torch.Tensor, shape (r, r) or (r,)
+            The AGOP in transformed coordinates (a vector: its diagonal, with a diagonal M).
+
+        Returns
+        -------
+        torch.Tensor, shape (d, d) or (d,)
+            In A's dtype and device.
+        """
         L = self.sqrt_factor(A.dtype, A.device)
         if L is None:
             return A
@@ -154,7 +297,24 @@ class FeatureMatrix:
 
 
 def as_feature_matrix(M, d: int | None = None) -> FeatureMatrix:
-    """Read ``None`` (identity), a :class:`FeatureMatrix`, a 1-D vector (diagonal) or a square matrix (full)."""
+    """Read ``None`` (identity), a :class:`FeatureMatrix`, a 1-D vector (diagonal) or a square matrix (full).
+
+    Parameters
+    ----------
+    M : None, FeatureMatrix, array-like or torch.Tensor
+        The feature matrix, in any of those forms.
+    d : int, optional
+        The number of features M must act on (required for None).
+
+    Returns
+    -------
+    FeatureMatrix
+
+    Raises
+    ------
+    ValueError
+        If M is None without d, acts on another number of features than d, or is not a valid diagonal or full M.
+    """
     if M is None:
         if d is None:
             raise ValueError("M=None needs the input dimension d")
@@ -183,7 +343,24 @@ def _check_agop(A: torch.Tensor):
 
 
 def normalization_scale(M: torch.Tensor, normalize: str | None) -> torch.Tensor:
-    """The number M is divided by under ``normalize`` (1 for None); M is a matrix or a diagonal vector."""
+    """The number M is divided by under ``normalize`` (1 for None); M is a matrix or a diagonal vector.
+
+    Parameters
+    ----------
+    M : torch.Tensor, shape (d, d) or (d,)
+        The matrix, or its diagonal.
+    normalize : {None, "max", "trace", "fro"}
+        Largest absolute entry, trace, Frobenius norm (of the vector for a diagonal), or 1.
+
+    Returns
+    -------
+    torch.Tensor, 0-d, M's dtype and device
+
+    Raises
+    ------
+    DegenerateAGOPError
+        If the scale is not positive (M is 0).
+    """
     check_choice("normalize", normalize, NORMALIZATIONS)
     if normalize is None:
         return torch.ones((), dtype=M.dtype, device=M.device)
@@ -201,6 +378,20 @@ def normalization_scale(M: torch.Tensor, normalize: str | None) -> torch.Tensor:
 def feature_update(A: torch.Tensor, power: float = 1.0, normalize: str | None = None) -> torch.Tensor:
     """M = A^power (PSD power of the symmetric part; elementwise for a 1-D diagonal), then divided as ``normalize``
     says (None, "max": largest absolute entry, "trace", "fro": Frobenius norm).
+
+    Parameters
+    ----------
+    A : torch.Tensor, shape (d, d) or (d,)
+        The AGOP (or its diagonal).
+    power : float, default 1.0
+        The exponent (> 0).
+    normalize : {None, "max", "trace", "fro"}, default None
+        The normalisation.
+
+    Returns
+    -------
+    torch.Tensor, the shape of A
+        In A's dtype and device (float64 for an integer A).
 
     Examples
     --------
@@ -233,6 +424,20 @@ def feature_matrix_from_agop(A: torch.Tensor, *, power: float = 1.0, normalize: 
         Keep the top ``rank`` eigenpairs (M = F F^T with F of shape (d, rank)).
     check : bool, default True
         Raise :class:`rfm.DegenerateAGOPError` for a zero A and ``FloatingPointError`` for a non-finite one.
+
+    Returns
+    -------
+    FeatureMatrix
+        "diag" (with ``diag`` or a 1-D A), "factor" (with ``rank``), else "full", with its square-root factor.
+
+    Raises
+    ------
+    DegenerateAGOPError
+        If A is 0 (with ``check``), or M cannot be normalised.
+    FloatingPointError
+        If A is not finite (with ``check``).
+    ValueError
+        If A is neither (d, d) nor (d,), or ``rank`` is out of [1, d].
     """
     check_number("power", power, low=0, low_inclusive=False)
     check_choice("normalize", normalize, NORMALIZATIONS)

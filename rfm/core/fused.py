@@ -67,12 +67,27 @@ def triton_importable() -> bool:
 
 
 def interpreting() -> bool:
-    """Whether Triton runs in its interpreter (``TRITON_INTERPRET=1``): kernels then run on CPU tensors."""
+    """Whether Triton runs in its interpreter (``TRITON_INTERPRET=1``): kernels then run on CPU tensors.
+
+    Returns
+    -------
+    bool
+    """
     return os.environ.get("TRITON_INTERPRET", "0") == "1"
 
 
 def supports(kernel: Kernel) -> bool:
-    """Whether the fused path computes this kernel: Laplace with exponent 1 or 2, or Gaussian."""
+    """Whether the fused path computes this kernel: Laplace with exponent 1 or 2, or Gaussian.
+
+    Parameters
+    ----------
+    kernel : Kernel
+        The kernel.
+
+    Returns
+    -------
+    bool
+    """
     if type(kernel) is LaplaceKernel:
         return kernel.exponent in (1.0, 2.0)
     return type(kernel) is GaussianKernel
@@ -80,7 +95,21 @@ def supports(kernel: Kernel) -> bool:
 
 def available(kernel: Kernel, device, dtype=torch.float32) -> bool:
     """The fused path can run: a supported kernel, float32 or float64 points, triton importable, and a CUDA device
-    (or the Triton interpreter, for CPU tensors)."""
+    (or the Triton interpreter, for CPU tensors).
+
+    Parameters
+    ----------
+    kernel : Kernel
+        The kernel.
+    device : torch.device or str
+        Where the points are.
+    dtype : torch.dtype, default torch.float32
+        Their dtype.
+
+    Returns
+    -------
+    bool
+    """
     if not supports(kernel) or dtype not in (torch.float32, torch.float64):
         return False
     dev = torch.device(device).type
@@ -179,7 +208,24 @@ def pair_ids(pairs, m: int, n: int, device):
 
     ``pairs`` must be complete (every (j, i) with z_j equal to x_i), as :func:`rfm.core.coincident.find_pairs`
     gives them: each evaluation point that is a centre takes the smallest index of the centres equal to it, those
-    centres take it too; the other points get ids that match nothing."""
+    centres take it too; the other points get ids that match nothing.
+
+    Parameters
+    ----------
+    pairs : tuple of index tensors or None
+        The complete coincident (row of Z, row of X) pairs.
+    m : int
+        The number of evaluation points.
+    n : int
+        The number of centres.
+    device : torch.device or str
+        Where the ids go.
+
+    Returns
+    -------
+    z_ids : torch.Tensor of int32, shape (m,)
+    x_ids : torch.Tensor of int32, shape (n,)
+    """
     x_ids = torch.arange(n, device=device, dtype=torch.int64)
     z_ids = -1 - torch.arange(m, device=device, dtype=torch.int64)
     if pairs is None or pairs[0].numel() == 0:
@@ -255,6 +301,18 @@ def kernel_product(kernel: Kernel, Zt: torch.Tensor, Xt: torch.Tensor, V: torch.
         precision of the products for float32 on a GPU (default ``PRECISION``; see ``PRECISIONS``).
     config : dict, optional
         Tile sizes overriding :data:`CONFIG`.
+
+    Returns
+    -------
+    torch.Tensor, shape (m, c) (or (m,) for a 1-D V)
+        In ``out_dtype`` (default V's dtype).
+
+    Raises
+    ------
+    ValueError
+        If ``what`` is unknown or the shapes do not match.
+    RuntimeError
+        If the fused path is not available for this kernel, device and dtype.
     """
     if what not in ("values", "weights"):
         raise ValueError(f"what must be 'values' or 'weights', got {what!r}")
@@ -277,7 +335,26 @@ def kernel_product(kernel: Kernel, Zt: torch.Tensor, Xt: torch.Tensor, V: torch.
 def kernel_gradients(kernel: Kernel, Zt, Xt, alpha, *, pairs=None, ids=None, precision=None, config=None):
     """grad_z~ f_c(z_j) for f_c = sum_i alpha_ic k(., x_i), in transformed coordinates, shape (m, c, r):
     ``Z~_j (W alpha)_jc - (W (alpha (x) X~))_jc`` with W the fused gradient weights (the AGOP's kernel-weighted
-    sums), accumulated in float64 and returned in Zt's dtype."""
+    sums), accumulated in float64 and returned in Zt's dtype.
+
+    Parameters
+    ----------
+    kernel : LaplaceKernel (exponent 1 or 2) or GaussianKernel
+        The kernel.
+    Zt : torch.Tensor, shape (m, r)
+        Transformed evaluation points.
+    Xt : torch.Tensor, shape (n, r)
+        Transformed centres.
+    alpha : torch.Tensor, shape (n,) or (n, c)
+        Coefficients.
+    pairs, ids, precision, config
+        As in :func:`kernel_product`.
+
+    Returns
+    -------
+    torch.Tensor, shape (m, c, r)
+        In Zt's dtype.
+    """
     alpha = alpha[:, None] if alpha.ndim == 1 else alpha
     n, c = alpha.shape
     r = Xt.shape[1]

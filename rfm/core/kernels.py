@@ -46,7 +46,18 @@ class Kernel:
     * :meth:`weights_` turns B into the gradient weights W with grad_z~ k(z_j, x_i) = W_ji (z~_j - x~_i) (radial)
       or W_ji x~_i (inner-product), and W = 0 where the distance is exactly 0 (radial).
 
-    Working in place on one buffer keeps the n x n temporaries to one or two per block."""
+    Working in place on one buffer keeps the n x n temporaries to one or two per block.
+
+    Parameters
+    ----------
+    bandwidth : float, default 1.0
+        The bandwidth L (> 0).
+
+    Raises
+    ------
+    TypeError, ValueError
+        If ``bandwidth`` is not a positive number.
+    """
 
     name = "kernel"
     radial = True
@@ -57,20 +68,77 @@ class Kernel:
         self.bandwidth = float(check_number("bandwidth", bandwidth, low=0, low_inclusive=False))
 
     def values_(self, B: torch.Tensor) -> torch.Tensor:
-        """Turn the block B of squared distances or inner products into kernel values, in place; returns B."""
+        """Turn the block B of squared distances or inner products into kernel values, in place; returns B.
+
+        Parameters
+        ----------
+        B : torch.Tensor, shape (m, n)
+            Squared distances (radial kernels) or inner products of transformed points; overwritten.
+
+        Returns
+        -------
+        torch.Tensor, shape (m, n)
+            B, holding the result.
+
+        Raises
+        ------
+        NotImplementedError
+            In the base class.
+        """
         raise NotImplementedError
 
     def weights_(self, B: torch.Tensor) -> torch.Tensor:
-        """Turn the block B of squared distances or inner products into gradient weights, in place; returns B."""
+        """Turn the block B of squared distances or inner products into gradient weights, in place; returns B.
+
+        Parameters
+        ----------
+        B : torch.Tensor, shape (m, n)
+            Squared distances (radial kernels) or inner products of transformed points; overwritten.
+
+        Returns
+        -------
+        torch.Tensor, shape (m, n)
+            B, holding the result.
+
+        Raises
+        ------
+        NotImplementedError
+            In the base class.
+        """
         raise NotImplementedError
 
     def norm_values_(self, B, zz, xx):
         """Kernel values from B and the squared norms zz (rows) and xx (columns) of the transformed points, in
-        place; kernels with ``uses_norms`` (the NTK) override it, the others ignore the norms."""
+        place; kernels with ``uses_norms`` (the NTK) override it, the others ignore the norms.
+
+        Parameters
+        ----------
+        B : torch.Tensor, shape (m, n)
+            Squared distances or inner products; overwritten.
+        zz : torch.Tensor, shape (m,)
+            Squared norms of the rows' points.
+        xx : torch.Tensor, shape (n,)
+            Squared norms of the columns' points.
+
+        Returns
+        -------
+        torch.Tensor, shape (m, n)
+            B, holding the kernel values.
+        """
         return self.values_(B)
 
     def diagonal_values(self, sq_norms: torch.Tensor) -> torch.Tensor:
-        """k(x, x) for points with squared (transformed) norms ``sq_norms``, as a new tensor."""
+        """k(x, x) for points with squared (transformed) norms ``sq_norms``, as a new tensor.
+
+        Parameters
+        ----------
+        sq_norms : torch.Tensor, shape (n,)
+            Squared norms of the transformed points.
+
+        Returns
+        -------
+        torch.Tensor, shape (n,)
+        """
         if self.radial:
             return self.values_(torch.zeros_like(sq_norms)[:, None])[:, 0]
         return self.values_(sq_norms.clone()[:, None])[:, 0]
@@ -79,11 +147,43 @@ class Kernel:
         """Turn a block of kernel values into the gradient weights, in place, when the kernel allows it (radial
         kernels, whose k'(r)/r is a function of k(r)), so that a kernel matrix already computed for the solve
         spares the AGOP its distance products; None when it does not. Coincident pairs are masked by the
-        caller."""
+        caller.
+
+        Parameters
+        ----------
+        K : torch.Tensor, shape (m, n)
+            Kernel values (overwritten by kernels that implement it).
+
+        Returns
+        -------
+        torch.Tensor or None
+            None in the base class; K, holding the weights, in kernels that override it.
+        """
         return None
 
     def matrix(self, X, Z=None, M=None, *, mem_bytes=None) -> torch.Tensor:
         """Kernel matrix K_ij = k_M(x_i, z_j), shape (n, m); ``Z=None`` means Z = X, ``M=None`` the identity.
+
+        Parameters
+        ----------
+        X : array-like or torch.Tensor, shape (n, d)
+            Points.
+        Z : array-like or torch.Tensor, shape (m, d), optional
+            Points (converted to X's dtype and device); X when None.
+        M : FeatureMatrix, tensor (d, d) or (d,), or None
+            The feature matrix (None: the identity).
+        mem_bytes : int, optional
+            Working-memory budget of one block.
+
+        Returns
+        -------
+        torch.Tensor, shape (n, m)
+            In X's dtype (float64 unless X is float32) and device.
+
+        Raises
+        ------
+        ValueError
+            If X and Z have different numbers of features, or M does not act on d features.
 
         Examples
         --------
@@ -111,7 +211,15 @@ class Kernel:
 
 
 class LaplaceKernel(Kernel):
-    r"""``k(x, z) = exp(-(|x - z|_M / L)^q)``, exponent q in (0, 2]."""
+    """``k(x, z) = exp(-(|x - z|_M / L)^q)``, exponent q in (0, 2].
+
+    Parameters
+    ----------
+    bandwidth : float, default 10.0
+        L (> 0).
+    exponent : float, default 1.0
+        q in (0, 2].
+    """
 
     name = "laplace"
 
@@ -120,6 +228,18 @@ class LaplaceKernel(Kernel):
         self.exponent = float(check_number("exponent", exponent, low=0, low_inclusive=False, high=2))
 
     def values_(self, B):
+        """exp(-(r / L)^q) from the squared distances r^2, in place.
+
+        Parameters
+        ----------
+        B : torch.Tensor, shape (m, n)
+            Squared distances (radial kernels) or inner products of transformed points; overwritten.
+
+        Returns
+        -------
+        torch.Tensor, shape (m, n)
+            B, holding the result.
+        """
         q, L = self.exponent, self.bandwidth
         if q == 1:
             return B.sqrt_().mul_(-1.0 / L).exp_()
@@ -127,6 +247,18 @@ class LaplaceKernel(Kernel):
 
     def weights_(self, B):
         # k'(r)/r = -(q / L^q) r^(q-2) k(r); at r = 0 (coincident points) the weight is set to 0.
+        """k'(r)/r = -(q / L^q) r^(q-2) k(r) from the squared distances r^2, in place (0 where r = 0).
+
+        Parameters
+        ----------
+        B : torch.Tensor, shape (m, n)
+            Squared distances (radial kernels) or inner products of transformed points; overwritten.
+
+        Returns
+        -------
+        torch.Tensor, shape (m, n)
+            B, holding the result.
+        """
         q, L = self.exponent, self.bandwidth
         if q == 2:
             return B.mul_(-1.0 / L**2).exp_().mul_(-2.0 / L**2)
@@ -142,6 +274,19 @@ class LaplaceKernel(Kernel):
 
     def weights_from_values_(self, K):
         # t = -ln k = (r / L)^q, and k'(r)/r = -(q / L^2) t^((q-2)/q) k; at t = 0 (r = 0) the weight is 0 as above
+        """k'(r)/r from the kernel values, in place: with t = -ln k = (r / L)^q, k'(r)/r = -(q / L^2) t^((q-2)/q) k
+        (0 where k >= 1, i.e. r = 0).
+
+        Parameters
+        ----------
+        K : torch.Tensor, shape (m, n)
+            Kernel values; overwritten.
+
+        Returns
+        -------
+        torch.Tensor, shape (m, n)
+            K, holding the weights.
+        """
         q, L = self.exponent, self.bandwidth
         if q == 2:
             return K.mul_(-2.0 / L**2)
@@ -155,7 +300,13 @@ class LaplaceKernel(Kernel):
 
 
 class GaussianKernel(Kernel):
-    r"""``k(x, z) = exp(-|x - z|_M^2 / (2 L^2))``."""
+    """``k(x, z) = exp(-|x - z|_M^2 / (2 L^2))``.
+
+    Parameters
+    ----------
+    bandwidth : float, default 1.0
+        L (> 0).
+    """
 
     name = "gaussian"
 
@@ -163,17 +314,63 @@ class GaussianKernel(Kernel):
         super().__init__(bandwidth)
 
     def values_(self, B):
+        """exp(-r^2 / (2 L^2)) from the squared distances r^2, in place.
+
+        Parameters
+        ----------
+        B : torch.Tensor, shape (m, n)
+            Squared distances (radial kernels) or inner products of transformed points; overwritten.
+
+        Returns
+        -------
+        torch.Tensor, shape (m, n)
+            B, holding the result.
+        """
         return B.mul_(-0.5 / self.bandwidth**2).exp_()
 
     def weights_(self, B):
+        """k'(r)/r = -k(r) / L^2 from the squared distances r^2, in place.
+
+        Parameters
+        ----------
+        B : torch.Tensor, shape (m, n)
+            Squared distances (radial kernels) or inner products of transformed points; overwritten.
+
+        Returns
+        -------
+        torch.Tensor, shape (m, n)
+            B, holding the result.
+        """
         return self.values_(B).mul_(-1.0 / self.bandwidth**2)
 
     def weights_from_values_(self, K):
+        """k'(r)/r = -k / L^2 from the kernel values, in place.
+
+        Parameters
+        ----------
+        K : torch.Tensor, shape (m, n)
+            Kernel values; overwritten.
+
+        Returns
+        -------
+        torch.Tensor, shape (m, n)
+            K, holding the weights.
+        """
         return K.mul_(-1.0 / self.bandwidth**2)
 
 
 class PolynomialKernel(Kernel):
-    r"""k(x, z) = (x^T M z / L^2 + c)^p with integer degree p >= 1; ``degree=2, c=0`` is the quadratic kernel."""
+    """k(x, z) = (x^T M z / L^2 + c)^p with integer degree p >= 1; ``degree=2, c=0`` is the quadratic kernel.
+
+    Parameters
+    ----------
+    degree : int, default 2
+        p (>= 1).
+    c : float, default 0.0
+        The offset (>= 0).
+    bandwidth : float, default 1.0
+        L (> 0).
+    """
 
     name = "polynomial"
     radial = False
@@ -184,9 +381,33 @@ class PolynomialKernel(Kernel):
         self.c = float(check_number("c", c, low=0))
 
     def values_(self, B):
+        """(B / L^2 + c)^p from the inner products B, in place.
+
+        Parameters
+        ----------
+        B : torch.Tensor, shape (m, n)
+            Squared distances (radial kernels) or inner products of transformed points; overwritten.
+
+        Returns
+        -------
+        torch.Tensor, shape (m, n)
+            B, holding the result.
+        """
         return B.mul_(1.0 / self.bandwidth**2).add_(self.c).pow_(self.degree)
 
     def weights_(self, B):
+        """dk/d<x~, z~> = (p / L^2) (B / L^2 + c)^(p-1) from the inner products B, in place.
+
+        Parameters
+        ----------
+        B : torch.Tensor, shape (m, n)
+            Squared distances (radial kernels) or inner products of transformed points; overwritten.
+
+        Returns
+        -------
+        torch.Tensor, shape (m, n)
+            B, holding the result.
+        """
         p, L2 = self.degree, self.bandwidth**2
         if p == 1:
             return B.fill_(1.0 / L2)
@@ -194,7 +415,15 @@ class PolynomialKernel(Kernel):
 
 
 class QuadraticKernel(PolynomialKernel):
-    r"""k(x, z) = (x^T M z / L^2 + c)^2: the quadratic kernel of the grokking papers (c = 0)."""
+    """k(x, z) = (x^T M z / L^2 + c)^2: the quadratic kernel of the grokking papers (c = 0).
+
+    Parameters
+    ----------
+    c : float, default 0.0
+        The offset (>= 0).
+    bandwidth : float, default 1.0
+        L (> 0).
+    """
 
     name = "quadratic"
 
@@ -218,10 +447,20 @@ def get_kernel(kernel="laplace", **params) -> Kernel:
     Parameters
     ----------
     kernel : {"laplace", "gaussian", "polynomial", "quadratic", "ntk"} or Kernel, default "laplace"
+        The name (case-insensitive) or an instance (returned as it is).
     **params
         The kernel's parameters (``bandwidth``; ``exponent`` for Laplace; ``degree`` and ``c`` for polynomial;
         ``depth`` and ``bias`` for the ReLU NTK, :class:`rfm.core.ntk.NTKKernel`).
         Parameters a kernel does not take are rejected by name, e.g. ``get_kernel("gaussian", exponent=2)``.
+
+    Returns
+    -------
+    Kernel
+
+    Raises
+    ------
+    ValueError
+        If the name is unknown, a parameter is not the kernel's, or an instance comes with parameters.
 
     Examples
     --------
@@ -244,7 +483,28 @@ def get_kernel(kernel="laplace", **params) -> Kernel:
 
 def pairwise_(kernel: Kernel, Zt, Xt, *, zz=None, xx=None, pairs=None, out=None):
     """The block B of squared distances (radial kernels; coincident pairs set to exactly 0) or inner products,
-    written into ``out`` when given (shape (len(Zt), len(Xt)))."""
+    written into ``out`` when given (shape (len(Zt), len(Xt))).
+
+    Parameters
+    ----------
+    kernel : Kernel
+        Whether it is radial decides what B holds.
+    Zt : torch.Tensor, shape (m, r)
+        Transformed rows' points.
+    Xt : torch.Tensor, shape (n, r)
+        Transformed columns' points.
+    zz, xx : torch.Tensor, shapes (m,) and (n,), optional
+        Their squared norms, when already computed (radial kernels).
+    pairs : tuple of index tensors, optional
+        Coincident (row of Zt, row of Xt) pairs.
+    out : torch.Tensor, shape (m, n), optional
+        Where to write B.
+
+    Returns
+    -------
+    torch.Tensor, shape (m, n)
+        Squared distances clamped at 0 (radial), or Zt Xt^T.
+    """
     if not kernel.radial:
         return torch.mm(Zt, Xt.T, out=out) if out is not None else torch.mm(Zt, Xt.T)
     xx = Xt.square().sum(1) if xx is None else xx
@@ -259,7 +519,19 @@ def pairwise_(kernel: Kernel, Zt, Xt, *, zz=None, xx=None, pairs=None, out=None)
 
 def gradient_weights(kernel: Kernel, Zt, Xt, *, zz=None, xx=None, pairs=None, out=None):
     """W for a block: grad_z~ sum_i beta_i k(z_j, x_i) = sum_i beta_i W_ji (z~_j - x~_i) (radial, with W = 0 at
-    coincident pairs) or sum_i beta_i W_ji x~_i (inner-product kernels)."""
+    coincident pairs) or sum_i beta_i W_ji x~_i (inner-product kernels).
+
+    Parameters
+    ----------
+    kernel : Kernel
+        The kernel.
+    Zt, Xt, zz, xx, pairs, out
+        As in :func:`pairwise_`.
+
+    Returns
+    -------
+    torch.Tensor, shape (m, n)
+    """
     W = kernel.weights_(pairwise_(kernel, Zt, Xt, zz=zz, xx=xx, pairs=pairs, out=out))
     if kernel.radial and pairs is not None and pairs[0].numel():
         W.index_put_(pairs, torch.zeros((), dtype=W.dtype, device=W.device))
@@ -274,7 +546,32 @@ def kernel_blocks(kernel: Kernel, Zt, Xt, *, pairs=None, mem_bytes=None, extra_c
 
     Blocks hold as many rows as fit in the memory budget (with ``extra_cols`` more numbers per row for the
     caller's work); with ``out`` (len(Zt), len(Xt)) the blocks are written into it, else into one reused buffer,
-    which is overwritten by the next block."""
+    which is overwritten by the next block.
+
+    Parameters
+    ----------
+    kernel : Kernel
+        The kernel.
+    Zt : torch.Tensor, shape (m, r)
+        Transformed rows' points.
+    Xt : torch.Tensor, shape (n, r)
+        Transformed columns' points.
+    pairs : tuple of index tensors, optional
+        Coincident pairs.
+    mem_bytes : int, optional
+        Working-memory budget (default: :func:`rfm.core.blocks.default_mem_bytes`).
+    extra_cols : int, default 0
+        More numbers per row that the caller needs.
+    out : torch.Tensor, shape (m, n), optional
+        Where to write the whole matrix.
+
+    Yields
+    ------
+    sl : slice
+        The block's rows of Zt.
+    K_block : torch.Tensor, shape (sl.stop - sl.start, n)
+        The kernel values, in Xt's dtype.
+    """
     n = Xt.shape[0]
     mem = resolve_mem_bytes(mem_bytes, Xt.device)
     rows = min(max(1, Zt.shape[0]), block_rows(n, kernel.buffers * n + extra_cols, Xt.element_size(), mem))
@@ -298,15 +595,23 @@ def kernel_matrix(kernel, X, Z=None, fm=None, *, transformed: bool = False, pair
     kernel : Kernel or str
         The kernel (an instance, or a name for :func:`get_kernel` with its default parameters).
     X : torch.Tensor, shape (n, d)
+        Points (array-likes are checked and converted, float64 unless float32).
     Z : torch.Tensor, shape (m, d), optional
         Defaults to X.
     fm : FeatureMatrix, optional
         M; the identity when None. Ignored with ``transformed=True`` (X and Z are then already L^T x).
+    transformed : bool, default False
+        X and Z are already transformed points.
     pairs : tuple of index tensors, optional
         Coincident (row of X, row of Z) pairs (:func:`rfm.core.coincident.find_pairs`); found by comparing rows
         when not given (for K(X, X) in transformed coordinates: the diagonal).
     mem_bytes : int, optional
         Working-memory budget for one block.
+
+    Returns
+    -------
+    torch.Tensor, shape (n, m)
+        In X's dtype and device.
     """
     kernel = get_kernel(kernel)
     if not isinstance(X, torch.Tensor) or (Z is not None and not isinstance(Z, torch.Tensor)):

@@ -17,6 +17,7 @@ from __future__ import annotations
 import torch
 
 from .._checks import check_choice, check_matrix, check_same_features
+from .._compat import renamed_keyword
 from .agop import AGOPAccumulator, sample_points
 from .blocks import block_rows, iter_blocks, resolve_mem_bytes
 from .coincident import block_pairs, find_pairs, subset_pairs
@@ -129,10 +130,26 @@ class KernelMachine:
 
     # -- predictions -----------------------------------------------------------------------------------------------
     def predict(self, Z, *, pairs=None) -> torch.Tensor:
-        """f(Z), shape (m, c), in the machine's dtype and device; differentiable in Z (closed-form backward).
+        """f(Z), differentiable in Z (closed-form backward pass).
 
-        ``pairs`` are the coincident (row of Z, centre) pairs when already known (found by comparing rows
-        otherwise)."""
+        Parameters
+        ----------
+        Z : array-like or torch.Tensor, shape (m, d)
+            Evaluation points (converted to the centres' dtype and device).
+        pairs : tuple of index tensors, optional
+            Coincident (row of Z, centre) pairs when already known (found by comparing rows otherwise; used by
+            radial kernels only).
+
+        Returns
+        -------
+        torch.Tensor, shape (m, c)
+            The predictions, in the machine's dtype and device.
+
+        Raises
+        ------
+        ValueError
+            If Z is not a matrix with the centres' number of features.
+        """
         Z = self._points(Z)
         pairs = self._pairs(Z) if pairs is None and self.kernel.radial else pairs
         return _KernelPredict.apply(Z, self, pairs)
@@ -140,7 +157,18 @@ class KernelMachine:
     __call__ = predict
 
     def gradients(self, Z) -> torch.Tensor:
-        """Per-point input gradients grad f_c(z_j), shape (m, c, d)."""
+        """Per-point input gradients grad f_c(z_j), in closed form (0 weight at coincident points).
+
+        Parameters
+        ----------
+        Z : array-like or torch.Tensor, shape (m, d)
+            Evaluation points.
+
+        Returns
+        -------
+        torch.Tensor, shape (m, c, d)
+            The gradients, in the machine's dtype and device.
+        """
         Z = self._points(Z).detach()
         Zt, pairs = self.fm.transform(Z), self._pairs(Z)
         n = self.n_centers
@@ -150,8 +178,8 @@ class KernelMachine:
                           for sl in iter_blocks(Z.shape[0], rows)])
 
     # -- the AGOP --------------------------------------------------------------------------------------------------
-    def agop(self, Z=None, *, centre: bool = False, diag: bool = False, max_points: int | None = None,
-             generator=None, pairs=None, algorithm: str = "auto", K=None) -> torch.Tensor:
+    def agop(self, Z=None, *, center: bool = False, diag: bool = False, max_points: int | None = None,
+             generator=None, pairs=None, algorithm: str = "auto", K=None, centre: bool | None = None) -> torch.Tensor:
         """The AGOP of f at the rows of Z (default: the centres), in closed form; float64 (d, d), or (d,) with
         ``diag`` (the diagonal alone, computed directly when M is diagonal).
 
@@ -159,7 +187,7 @@ class KernelMachine:
         ----------
         Z : array-like or torch.Tensor, shape (m, d), optional
             Evaluation points; the centres when None.
-        centre : bool, default False
+        center : bool, default False
             Subtract each output's mean gradient (the centred AGOP).
         diag : bool, default False
             Return only the diagonal.
@@ -176,7 +204,19 @@ class KernelMachine:
         K : torch.Tensor, shape (n, n), optional
             The kernel matrix K(X, X) of the centres under this M, when the solve kept it (only with ``Z=None``):
             radial kernels then get their gradient weights from it without recomputing distances.
+        centre : bool or None, default None
+            Deprecated name of ``center`` (used when given, with a DeprecationWarning).
+
+        Returns
+        -------
+        torch.Tensor, float64, shape (d, d) (or (d,) with ``diag``)
+
+        Raises
+        ------
+        ValueError
+            If ``algorithm`` is unknown, or ``K`` is given with ``Z``.
         """
+        center = renamed_keyword("KernelMachine.agop", "centre", "center", centre, center)
         check_choice("algorithm", algorithm, AGOP_ALGORITHMS)
         if Z is None:
             Z, Zt = self.centers, self.centers_t
@@ -193,7 +233,7 @@ class KernelMachine:
         if pairs is None and self.kernel.radial:
             pairs = self._pairs(Z)
         want_diag = diag and self.fm.is_diagonal
-        At = transformed_agop(self.kernel, self.centers_t, self.alpha, Zt, pairs, diag=want_diag, centre=centre,
+        At = transformed_agop(self.kernel, self.centers_t, self.alpha, Zt, pairs, diag=want_diag, center=center,
                               mem_bytes=self._mem(), algorithm=algorithm, K=K)
         A = self.fm.to(dtype=torch.float64).pullback_agop(At)
         return A.diagonal().clone() if diag and A.ndim == 2 else A
@@ -265,8 +305,8 @@ def _gradient_block(kernel: Kernel, Zt, Xt, alpha, pairs=None, *, xx=None, pair_
 # The closed-form AGOP in transformed coordinates
 
 
-def transformed_agop(kernel, Xt, alpha, Zt, pairs=None, *, diag=False, centre=False,
-                     mem_bytes=None, acc_dtype=torch.float64, algorithm="auto", K=None):
+def transformed_agop(kernel, Xt, alpha, Zt, pairs=None, *, diag=False, center=False,
+                     mem_bytes=None, acc_dtype=torch.float64, algorithm="auto", K=None, centre=None):
     """The AGOP in transformed coordinates (r x r, or r with ``diag``), streamed over the rows of Zt.
 
     ``pairs`` (from :func:`rfm.core.coincident.coincident_pairs`) are the (evaluation point, center) pairs that are the same
@@ -278,7 +318,40 @@ def transformed_agop(kernel, Xt, alpha, Zt, pairs=None, *, diag=False, centre=Fa
     adds terms that cancel, so "auto" uses it only in float64 and when it is at least twice cheaper.
 
     ``K`` (len(Zt), n), the kernel values at these pairs when the solve already computed them, spares the direct
-    algorithm the distance products for radial kernels (the weights follow from the values)."""
+    algorithm the distance products for radial kernels (the weights follow from the values).
+
+    Parameters
+    ----------
+    kernel : Kernel
+        The kernel.
+    Xt : torch.Tensor, shape (n, r)
+        The transformed centres.
+    alpha : torch.Tensor, shape (n, c)
+        The coefficients.
+    Zt : torch.Tensor, shape (m, r)
+        The transformed evaluation points.
+    pairs : tuple of index tensors, optional
+        Coincident (row of Zt, centre) pairs.
+    diag : bool, default False
+        Return only the diagonal.
+    center : bool, default False
+        Subtract each output's mean gradient.
+    mem_bytes : int, optional
+        Working-memory budget (default as in :class:`KernelMachine`).
+    acc_dtype : torch.dtype, default torch.float64
+        The dtype of the running sums.
+    algorithm : {"auto", "direct", "folded"}, default "auto"
+        As above.
+    K : torch.Tensor, shape (m, n), optional
+        Kernel values already computed.
+    centre : bool or None, default None
+        Deprecated name of ``center`` (used when given, with a DeprecationWarning).
+
+    Returns
+    -------
+    torch.Tensor, ``acc_dtype``, shape (r, r) (or (r,) with ``diag``)
+    """
+    center = renamed_keyword("transformed_agop", "centre", "center", centre, center)
     check_choice("algorithm", algorithm, AGOP_ALGORITHMS)
     n, c = alpha.shape
     r = Xt.shape[1]
@@ -288,7 +361,7 @@ def transformed_agop(kernel, Xt, alpha, Zt, pairs=None, *, diag=False, centre=Fa
         fits = 8 * n * n <= mem // 2
         algorithm = "folded" if (Xt.dtype == torch.float64 and cheaper and fits) else "direct"
     if algorithm == "folded":
-        return _kernel_agop_folded(kernel, Xt, alpha, Zt, pairs, diag=diag, centre=centre, mem=mem,
+        return _kernel_agop_folded(kernel, Xt, alpha, Zt, pairs, diag=diag, center=center, mem=mem,
                                    acc_dtype=acc_dtype)
     # alpha (x) X~ is (n, c*r); take the outputs in chunks if it would not fit in half the budget.
     cc = max(1, min(c, (mem // 2) // max(1, n * r * Xt.element_size())))
@@ -306,10 +379,10 @@ def transformed_agop(kernel, Xt, alpha, Zt, pairs=None, *, diag=False, centre=Fa
         acc.S += part.S
         acc.s[c0:c0 + cc] = part.s
         acc.count = part.count
-    return acc.result(centre)
+    return acc.result(center)
 
 
-def _kernel_agop_folded(kernel, Xt, alpha, Zt, pairs, *, diag, centre, mem, acc_dtype):
+def _kernel_agop_folded(kernel, Xt, alpha, Zt, pairs, *, diag, center, mem, acc_dtype):
     r"""The AGOP with the sum over outputs taken first.
 
     With W the gradient weights of a block (b x n), A = W alpha and u_jc = sum_i W_ji alpha_ic x~_i, the gradient is
@@ -350,7 +423,7 @@ def _kernel_agop_folded(kernel, Xt, alpha, Zt, pairs, *, diag, centre, mem, acc_
     s += -u_sum if kernel.radial else u_sum
     count = Zt.shape[0]
     A = S / count
-    if centre:
+    if center:
         mean = s / count
         A = A - (mean.square().sum(0) if diag else mean.T @ mean)
     return A if diag else 0.5 * (A + A.T)
@@ -360,20 +433,51 @@ def _kernel_agop_folded(kernel, Xt, alpha, Zt, pairs, *, diag, centre, mem, acc_
 # Functional forms (a machine built on the fly)
 
 
-def kernel_agop(kernel, centers, alpha, X=None, M=None, *, centre: bool = False, diag: bool = False,
+def kernel_agop(kernel, centers, alpha, X=None, M=None, *, center: bool = False, diag: bool = False,
                 power: float = 1.0, normalize: str | None = None, max_points: int | None = None,
-                generator=None, mem_bytes: int | None = None) -> torch.Tensor:
+                generator=None, mem_bytes: int | None = None, centre: bool | None = None) -> torch.Tensor:
     """Closed-form AGOP of f(z) = sum_i alpha_i k_M(z, x_i) over the rows of ``X`` (default: the centres):
     :meth:`KernelMachine.agop`, then :func:`rfm.feature_update` with ``power`` and ``normalize``.
 
-    Returns a float64 matrix (d, d), or (d,) with ``diag=True``."""
+    Parameters
+    ----------
+    kernel, centers, alpha, M, mem_bytes
+        As in :class:`KernelMachine`.
+    X : array-like or torch.Tensor, shape (m, d), optional
+        Evaluation points; the centres when None.
+    center, diag, max_points, generator
+        As in :meth:`KernelMachine.agop`.
+    power : float, default 1.0
+        Matrix power of the AGOP.
+    normalize : str or None, default None
+        Normalisation of :func:`rfm.feature_update`.
+    centre : bool or None, default None
+        Deprecated name of ``center`` (used when given, with a DeprecationWarning).
+
+    Returns
+    -------
+    torch.Tensor, float64, shape (d, d) (or (d,) with ``diag``)
+    """
+    center = renamed_keyword("rfm.kernel_agop", "centre", "center", centre, center)
     A = KernelMachine(kernel, centers, alpha, M, mem_bytes=mem_bytes).agop(
-        X, centre=centre, diag=diag, max_points=max_points, generator=generator)
+        X, center=center, diag=diag, max_points=max_points, generator=generator)
     if power == 1.0 and normalize is None:
         return A
     return feature_update(A, power, normalize)
 
 
 def kernel_gradients(kernel, centers, alpha, X, M=None, *, mem_bytes=None) -> torch.Tensor:
-    """Per-point gradients grad f_c(x_j) of the kernel predictor, shape (m, c, d): :meth:`KernelMachine.gradients`."""
+    """Per-point gradients grad f_c(x_j) of the kernel predictor: :meth:`KernelMachine.gradients`.
+
+    Parameters
+    ----------
+    kernel, centers, alpha, M, mem_bytes
+        As in :class:`KernelMachine`.
+    X : array-like or torch.Tensor, shape (m, d)
+        Evaluation points.
+
+    Returns
+    -------
+    torch.Tensor, shape (m, c, d)
+    """
     return KernelMachine(kernel, centers, alpha, M, mem_bytes=mem_bytes).gradients(X)

@@ -43,7 +43,26 @@ def relu_ntk(S: torch.Tensor, sxx: torch.Tensor, szz: torch.Tensor, depth: int, 
 
     ``S`` (m, n) holds S_1(z_j, x_i) = <z_j, x_i> / bandwidth^2 + bias^2; ``szz`` (m,) and ``sxx`` (n,) the
     diagonal values S_1(z_j, z_j) and S_1(x_i, x_i). ``S`` is overwritten (it becomes Theta, which is returned).
-    Works for any depth >= 0 (depth 0: the linear kernel S_1 itself)."""
+    Works for any depth >= 0 (depth 0: the linear kernel S_1 itself).
+
+    Parameters
+    ----------
+    S : torch.Tensor, shape (m, n)
+        First-layer covariances (overwritten).
+    sxx : torch.Tensor, shape (n,)
+        S_1(x_i, x_i).
+    szz : torch.Tensor, shape (m,)
+        S_1(z_j, z_j).
+    depth : int
+        Hidden layers (>= 0).
+    bias : float, default 0.0
+        The bias factor (its square is added at each layer).
+
+    Returns
+    -------
+    torch.Tensor, shape (m, n)
+        Theta(z_j, x_i), in ``S``'s buffer and dtype.
+    """
     b2 = float(bias) ** 2
     szz, sxx = szz[:, None].clone(), sxx[None, :].clone()
     theta = S.clone()                                     # Theta_1 = S_1
@@ -103,22 +122,74 @@ class NTKKernel(Kernel):
 
     def norm_values_(self, B, zz, xx):
         """Kernel values from the block B (m, n) of inner products <z~_j, x~_i> and the squared norms zz (m,),
-        xx (n,) of the transformed points; B is overwritten and returned."""
+        xx (n,) of the transformed points; B is overwritten and returned.
+
+        Parameters
+        ----------
+        B : torch.Tensor, shape (m, n)
+            Inner products (overwritten).
+        zz : torch.Tensor, shape (m,)
+            Squared norms of the rows' points.
+        xx : torch.Tensor, shape (n,)
+            Squared norms of the columns' points.
+
+        Returns
+        -------
+        torch.Tensor, shape (m, n)
+            The NTK values, in B.
+        """
         s = 1.0 / self.bandwidth**2
         b2 = self.bias**2
         S = B.mul_(s).add_(b2)
         return relu_ntk(S, torch.mul(xx, s).add_(b2), torch.mul(zz, s).add_(b2), self.depth, self.bias)
 
     def values_(self, B):
+        """Not available for the NTK: its values need the points' norms (:meth:`norm_values_`).
+
+        Parameters
+        ----------
+        B : torch.Tensor
+            A block of inner products.
+
+        Raises
+        ------
+        NotImplementedError
+            Always.
+        """
         raise NotImplementedError("the NTK kernel needs the norms of the points, not only their inner products: "
                                   "its values come from norm_values_(B, zz, xx) (kernel_blocks passes them)")
 
     def diagonal_values(self, sq_norms):
         # cos = 1 at every layer: S_h(x, x) = |x|^2 / L^2 + h bias^2, Sdot_h = 1, Theta(x, x) = sum_h S_h(x, x)
+        """k(x, x) for points with squared (transformed) norms ``sq_norms``, as a new tensor.
+
+        At every layer cos = 1, so ``S_h(x, x) = |x|^2 / bandwidth^2 + h bias^2`` and ``Theta(x, x) = sum_h S_h(x, x)``.
+
+        Parameters
+        ----------
+        sq_norms : torch.Tensor, shape (n,)
+            Squared norms.
+
+        Returns
+        -------
+        torch.Tensor, shape (n,)
+        """
         s, b2, L = 1.0 / self.bandwidth**2, self.bias**2, self.depth
         return torch.mul(sq_norms, s * (L + 1)).add_(b2 * (L + 1) * (L + 2) / 2)
 
     def weights_(self, B):
+        """Not available: the NTK is a fixed baseline kernel, without closed-form input gradients.
+
+        Parameters
+        ----------
+        B : torch.Tensor
+            A block of inner products.
+
+        Raises
+        ------
+        NotImplementedError
+            Always (hence the AGOP and RFM iterations with ``iters > 0`` raise).
+        """
         raise NotImplementedError("NTKKernel is a fixed baseline kernel: its input gradients (hence the AGOP and RFM "
                                   "iterations, iters > 0) are not implemented")
 

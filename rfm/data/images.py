@@ -41,7 +41,17 @@ from . import datasets as data
 
 
 class ImageTask(NamedTuple):
-    """Images X (n, pixels), integer labels y (n,), and the boolean pixel mask of the planted region."""
+    """Images X (n, pixels), integer labels y (n,), and the boolean pixel mask of the planted region.
+
+    Parameters
+    ----------
+    X : torch.Tensor, shape (n, p)
+        Flattened images.
+    y : torch.Tensor of int64, shape (n,)
+        Labels.
+    mask : torch.Tensor of bool, shape (p,) or (n, p)
+        The planted region's pixels (per image for the tasks whose region moves).
+    """
     X: torch.Tensor
     y: torch.Tensor
     mask: torch.Tensor
@@ -110,7 +120,26 @@ def _labels(y, name="y") -> torch.Tensor:
 def region_mask(shape, rows, cols) -> torch.Tensor:
     """Boolean mask over the pixels of an image of ``shape`` = (H, W) or (C, H, W): True on rows
     ``rows[0] <= r < rows[1]`` and columns ``cols[0] <= c < cols[1]`` (half-open, as Python slices), in every
-    channel. Its length is C*H*W."""
+    channel. Its length is C*H*W.
+
+    Parameters
+    ----------
+    shape : tuple of int
+        (H, W) or (C, H, W).
+    rows : pair of int
+        First and past-the-last row.
+    cols : pair of int
+        First and past-the-last column.
+
+    Returns
+    -------
+    torch.Tensor of bool, shape (C H W,)
+
+    Raises
+    ------
+    ValueError
+        If the region is empty or leaves the image.
+    """
     C, H, W = _check_shape(shape)
     (r0, r1), (c0, c1) = _pair("rows", rows), _pair("cols", cols)
     if not (0 <= r0 < r1 <= H and 0 <= c0 < c1 <= W):
@@ -122,7 +151,21 @@ def region_mask(shape, rows, cols) -> torch.Tensor:
 
 
 def square_mask(shape=(28, 28), size: int = 3, position=(1, 1)) -> torch.Tensor:
-    """The mask of a ``size`` x ``size`` square whose top-left pixel is at ``position`` = (row, column)."""
+    """The mask of a ``size`` x ``size`` square whose top-left pixel is at ``position`` = (row, column).
+
+    Parameters
+    ----------
+    shape : tuple of int, default (28, 28)
+        The image shape, (H, W) or (C, H, W).
+    size : int, default 3
+        The side.
+    position : pair of int, default (1, 1)
+        (row, column) of its top-left pixel.
+
+    Returns
+    -------
+    torch.Tensor of bool, shape (C H W,)
+    """
     check_number("size", size, low=1, integer=True)
     r, c = _pair("position", position, "(row, column), e.g. (1, 1)")
     return region_mask(shape, (r, r + size), (c, c + size))
@@ -158,7 +201,26 @@ def _rows(rows, n, name="rows") -> torch.Tensor:
 
 def stamp(X, mask, value: float = 1.0, *, rows=None, mode: str = "add") -> torch.Tensor:
     """A copy of X with ``value`` added to (``mode="add"``) or written into (``mode="set"``) the masked pixels of the
-    selected ``rows`` (a boolean vector or indices; None: every row)."""
+    selected ``rows`` (a boolean vector or indices; None: every row).
+
+    Parameters
+    ----------
+    X : array-like or torch.Tensor, shape (n, p)
+        Flattened images.
+    mask : array-like of bool, shape (p,)
+        The pixels.
+    value : float, default 1.0
+        The value.
+    rows : array-like of bool or int, optional
+        The images to stamp (None: all).
+    mode : {"add", "set"}, default "add"
+        Add or write.
+
+    Returns
+    -------
+    torch.Tensor, shape (n, p)
+        In X's dtype and device.
+    """
     X = _images(X)
     mask = _check_mask(mask, X.shape[1]).to(X.device)
     value = _real("value", value)
@@ -190,7 +252,34 @@ def square_task(images, counts=(500, 53), *, labels=None, classes=None, mask=Non
     Without ``labels`` both classes are drawn from the whole pool, so that they differ *only* by the square and a
     classifier that ignores it is at chance on a balanced test set. With ``labels`` and ``classes`` = (a, b), class 0
     is drawn from the rows labelled a and class 1 from those labelled b (the paper: 500 STL-10 airplanes and 53
-    trucks, ``counts=(500, 53)``, with a 5 x 5 patch)."""
+    trucks, ``counts=(500, 53)``, with a 5 x 5 patch).
+
+    Parameters
+    ----------
+    images : array-like or torch.Tensor, shape (N, p)
+        The pool of flattened images.
+    counts : pair of int, default (500, 53)
+        Images of class 0 and class 1.
+    labels : array-like of int, shape (N,), optional
+        The pool's labels (with ``classes``).
+    classes : pair of int, optional
+        The pool labels of class 0 and class 1.
+    mask : array-like of bool, shape (p,), optional
+        The square's pixels.
+    amplitude : float, default 0.3
+        The square's value.
+    mode : {"add", "set"}, default "add"
+        Add or write.
+    noise : float, default 0.0
+        Pixel noise standard deviation.
+    generator : int or torch.Generator, default 0
+        Seeds the draws.
+
+    Returns
+    -------
+    ImageTask
+        With the square's mask.
+    """
     X = _images(images, "images")
     if isinstance(counts, (str, bytes)) or not hasattr(counts, "__len__") or len(counts) != 2:
         raise ValueError(f"counts must give the sizes of the two classes, e.g. (500, 53), got {counts!r}")
@@ -236,7 +325,24 @@ def square_task(images, counts=(500, 53), *, labels=None, classes=None, mask=Non
 
 def threshold_mask(diag, frac: float = 0.05) -> torch.Tensor:
     """Pixels whose feature weight is above ``frac`` of the largest: ``diag_j > frac * max_j diag_j`` (the paper
-    thresholds the max-normalised diagonal of M at 0.05). Accepts a vector or a square matrix (its diagonal)."""
+    thresholds the max-normalised diagonal of M at 0.05). Accepts a vector or a square matrix (its diagonal).
+
+    Parameters
+    ----------
+    diag : array-like or torch.Tensor, shape (p,) or (p, p)
+        A per-pixel feature diagonal, or a square matrix (its diagonal is used).
+    frac : float, default 0.05
+        The threshold, in [0, 1).
+
+    Returns
+    -------
+    torch.Tensor of bool, shape (p,)
+
+    Raises
+    ------
+    ValueError
+        If the largest entry is not positive.
+    """
     check_number("frac", frac, low=0, high=1, high_inclusive=False)
     d = _as_diagonal(diag)
     if not float(d.max()) > 0:
@@ -246,7 +352,19 @@ def threshold_mask(diag, frac: float = 0.05) -> torch.Tensor:
 
 
 def top_k_mask(diag, k: int) -> torch.Tensor:
-    """The ``k`` pixels of largest feature weight (ties broken by position)."""
+    """The ``k`` pixels of largest feature weight (ties broken by position).
+
+    Parameters
+    ----------
+    diag : array-like or torch.Tensor, shape (p,) or (p, p)
+        A per-pixel feature diagonal, or a square matrix (its diagonal is used).
+    k : int
+        1 <= k <= p.
+
+    Returns
+    -------
+    torch.Tensor of bool, shape (p,)
+    """
     d = _as_diagonal(diag)
     check_number("k", k, low=1, high=d.numel(), integer=True)
     mask = torch.zeros(d.numel(), dtype=torch.bool)
@@ -270,7 +388,25 @@ def _as_diagonal(diag) -> torch.Tensor:
 def region_mass(diag, mask) -> float:
     """The share of a non-negative feature diagonal that lies on a region: sum_{j in mask} diag_j / sum_j diag_j.
 
-    A diagonal spread evenly over the pixels puts ``mask.mean()`` of its mass on any region; 1 means all of it."""
+    A diagonal spread evenly over the pixels puts ``mask.mean()`` of its mass on any region; 1 means all of it.
+
+    Parameters
+    ----------
+    diag : array-like or torch.Tensor, shape (p,) or (p, p)
+        A per-pixel feature diagonal, or a square matrix (its diagonal is used).
+    mask : array-like of bool, shape (p,)
+        The region.
+
+    Returns
+    -------
+    float
+        In [0, 1].
+
+    Raises
+    ------
+    ValueError
+        If the diagonal has a negative entry or sums to 0.
+    """
     d = _as_diagonal(diag)
     mask = _check_mask(mask, d.numel())
     if bool((d < 0).any()):
@@ -287,7 +423,20 @@ def region_mass(diag, mask) -> float:
 
 def concat_halves(left, right, shape=(28, 28)) -> torch.Tensor:
     """Images of shape (C, H, 2W): ``left`` and ``right`` (flattened images of ``shape`` (H, W) or (C, H, W)) side
-    by side, flattened again (n, 2 C H W)."""
+    by side, flattened again (n, 2 C H W).
+
+    Parameters
+    ----------
+    left, right : array-like or torch.Tensor, shape (n, C H W)
+        The halves.
+    shape : tuple of int, default (28, 28)
+        The image shape, (H, W) or (C, H, W).
+
+    Returns
+    -------
+    torch.Tensor, shape (n, 2 C H W)
+        In left's dtype.
+    """
     C, H, W = _check_shape(shape)
     left, right = to_tensor(left, "left"), to_tensor(right, "right")
     if left.shape != right.shape or left.ndim != 2 or left.shape[1] != C * H * W:
@@ -300,7 +449,19 @@ def concat_halves(left, right, shape=(28, 28)) -> torch.Tensor:
 
 def half_mask(shape=(28, 28), side: str = "left") -> torch.Tensor:
     """The pixels of the left or right half of a two-half image built by :func:`concat_halves` from halves of
-    ``shape``."""
+    ``shape``.
+
+    Parameters
+    ----------
+    shape : tuple of int, default (28, 28)
+        The image shape, (H, W) or (C, H, W).
+    side : {"left", "right"}, default "left"
+        The half.
+
+    Returns
+    -------
+    torch.Tensor of bool, shape (2 C H W,)
+    """
     C, H, W = _check_shape(shape)
     if side not in ("left", "right"):
         raise ValueError(f"side must be 'left' or 'right', got {side!r}")
@@ -309,7 +470,29 @@ def half_mask(shape=(28, 28), side: str = "left") -> torch.Tensor:
 
 def pick_by_label(y_wanted, y_pool, *, other_class: bool = False, generator=0) -> torch.Tensor:
     """For each wanted label, the index of a random pool row with that label (``other_class=True``: with a
-    different label, chosen uniformly among the pool rows of every other class). Rows may repeat."""
+    different label, chosen uniformly among the pool rows of every other class). Rows may repeat.
+
+    Parameters
+    ----------
+    y_wanted : array-like of int, shape (m,)
+        The labels wanted.
+    y_pool : array-like of int, shape (N,)
+        The pool's labels.
+    other_class : bool, default False
+        Pick rows of another class instead.
+    generator : int or torch.Generator, default 0
+        Seeds the draws.
+
+    Returns
+    -------
+    torch.Tensor of int64, shape (m,)
+        Row indices into the pool.
+
+    Raises
+    ------
+    ValueError
+        If the pool has no row to pick for a label.
+    """
     y_wanted = _labels(y_wanted, "y_wanted")
     y_pool = _labels(y_pool, "y_pool")
     g = make_generator(generator)
@@ -328,7 +511,29 @@ def two_half_task(easy, easy_y, hard, hard_y, *, replace: str | None = None, sha
     """Two-half images: each ``easy`` image (label ``easy_y``, the label of the result) on the left, a random
     ``hard`` image of the same class on the right. ``replace="easy"`` (or ``"hard"``) swaps that half for an image
     of another class, drawn from the same pool, keeping the label: a model that reads the swapped half then errs.
-    The mask is the easy (left) half."""
+    The mask is the easy (left) half.
+
+    Parameters
+    ----------
+    easy : array-like or torch.Tensor, shape (n, p)
+        Left-half images.
+    easy_y : array-like of int, shape (n,)
+        Their labels.
+    hard : array-like or torch.Tensor, shape (N, p)
+        The pool of right-half images.
+    hard_y : array-like of int, shape (N,)
+        Its labels.
+    replace : {None, "easy", "hard"}, default None
+        The half to swap for another class.
+    shape : tuple of int, default (28, 28)
+        The image shape, (H, W) or (C, H, W).
+    generator : int or torch.Generator, default 0
+        Seeds the draws.
+
+    Returns
+    -------
+    ImageTask
+    """
     if replace not in (None, "easy", "hard"):
         raise ValueError(f"replace must be None, 'easy' or 'hard', got {replace!r}")
     easy, hard = _images(easy, "easy"), _images(hard, "hard")
@@ -351,8 +556,31 @@ def add_marker(X, y, mask, rates, *, value: float = 1.0, mode: str = "set", gene
     """Stamp ``value`` on the ``mask`` pixels of each image of class c with probability ``rates[c]``.
 
     ``rates = (0.05, 0.95)`` marks 95 % of class 1 and 5 % of class 0 (a spurious correlation); ``(1, 0)`` marks
-    every class-0 image and no class-1 image (the correlation reversed). Returns ``(X_marked, marked)`` with the
-    boolean vector of the rows that were stamped."""
+    every class-0 image and no class-1 image (the correlation reversed).
+
+    Parameters
+    ----------
+    X : array-like or torch.Tensor, shape (n, p)
+        Flattened images.
+    y : array-like of int, shape (n,)
+        Labels (>= 0).
+    mask : array-like of bool, shape (p,)
+        The marker's pixels.
+    rates : array-like of float
+        One probability in [0, 1] per class.
+    value : float, default 1.0
+        The marker's value.
+    mode : {"add", "set"}, default "set"
+        As in :func:`stamp`.
+    generator : int or torch.Generator, default 0
+        Seeds the draws.
+
+    Returns
+    -------
+    X_marked : torch.Tensor, shape (n, p)
+    marked : torch.Tensor of bool, shape (n,)
+        The rows stamped.
+    """
     X = _images(X)
     y = _labels(y)
     rates = to_tensor(rates, "rates").to(torch.float64)
@@ -371,7 +599,22 @@ def add_marker(X, y, mask, rates, *, value: float = 1.0, mode: str = "set", gene
 
 def rotate_images(X, angles, shape=(28, 28)) -> torch.Tensor:
     """Each image of X (flattened images of ``shape``) rotated about its centre by ``angles`` (degrees,
-    counter-clockwise; one per row, or one for all), with bilinear interpolation and zeros outside the image."""
+    counter-clockwise; one per row, or one for all), with bilinear interpolation and zeros outside the image.
+
+    Parameters
+    ----------
+    X : array-like or torch.Tensor, shape (n, p)
+        Flattened images.
+    angles : float or array-like, shape (n,)
+        Degrees.
+    shape : tuple of int, default (28, 28)
+        The image shape, (H, W) or (C, H, W).
+
+    Returns
+    -------
+    torch.Tensor, shape (n, p)
+        In X's floating dtype (float32 for integer X) and device.
+    """
     C, H, W = _check_shape(shape)
     X = _images(X)
     if X.shape[1] != C * H * W:
@@ -409,7 +652,22 @@ def _float_images(X, shape, name="X"):
 
 
 def gaussian_noise(X, std: float, *, generator=0) -> torch.Tensor:
-    """X plus independent N(0, std^2) noise on every pixel (drawn on the CPU from ``generator``)."""
+    """X plus independent N(0, std^2) noise on every pixel (drawn on the CPU from ``generator``).
+
+    Parameters
+    ----------
+    X : array-like or torch.Tensor, shape (n, p)
+        Flattened images.
+    std : float
+        The standard deviation (>= 0).
+    generator : int or torch.Generator, default 0
+        Seeds the draws.
+
+    Returns
+    -------
+    torch.Tensor, shape (n, p)
+        In X's floating dtype (float32 for integer X) and device.
+    """
     X = _images(X)
     X = X if X.is_floating_point() else X.to(torch.float32)
     check_number("std", _real("std", std), low=0)
@@ -419,7 +677,24 @@ def gaussian_noise(X, std: float, *, generator=0) -> torch.Tensor:
 
 def impulse_noise(X, frac: float, *, low: float = 0.0, high: float = 1.0, generator=0) -> torch.Tensor:
     """Salt-and-pepper noise: each pixel independently, with probability ``frac``, set to ``low`` or ``high``
-    (each with probability 1/2)."""
+    (each with probability 1/2).
+
+    Parameters
+    ----------
+    X : array-like or torch.Tensor, shape (n, p)
+        Flattened images.
+    frac : float
+        The probability, in [0, 1].
+    low, high : float, default 0.0, 1.0
+        The two values.
+    generator : int or torch.Generator, default 0
+        Seeds the draws.
+
+    Returns
+    -------
+    torch.Tensor, shape (n, p)
+        In X's floating dtype (float32 for integer X) and device.
+    """
     X = _images(X)
     X = X if X.is_floating_point() else X.to(torch.float32)
     check_number("frac", _real("frac", frac), low=0, high=1)
@@ -432,7 +707,22 @@ def impulse_noise(X, frac: float, *, low: float = 0.0, high: float = 1.0, genera
 
 def shift_images(X, shift, shape=(28, 28)) -> torch.Tensor:
     """Each image translated by ``shift = (rows, cols)`` whole pixels (down and right when positive), zeros
-    filling the pixels that enter the frame."""
+    filling the pixels that enter the frame.
+
+    Parameters
+    ----------
+    X : array-like or torch.Tensor, shape (n, p)
+        Flattened images.
+    shift : pair of int
+        (rows, cols).
+    shape : tuple of int, default (28, 28)
+        The image shape, (H, W) or (C, H, W).
+
+    Returns
+    -------
+    torch.Tensor, shape (n, p)
+        In X's floating dtype (float32 for integer X) and device.
+    """
     dy, dx = _pair("shift", shift, "(rows, cols), e.g. (1, 1)")
     X, (C, H, W) = _float_images(X, shape)
     img = X.reshape(-1, C, H, W)
@@ -445,7 +735,22 @@ def shift_images(X, shift, shape=(28, 28)) -> torch.Tensor:
 
 
 def adjust_contrast(X, factor: float, offset: float = 0.0) -> torch.Tensor:
-    """factor * X + offset (a contrast reduction for 0 < factor < 1, lifted by ``offset``)."""
+    """factor * X + offset (a contrast reduction for 0 < factor < 1, lifted by ``offset``).
+
+    Parameters
+    ----------
+    X : array-like or torch.Tensor, shape (n, p)
+        Flattened images.
+    factor : float
+        The factor.
+    offset : float, default 0.0
+        The offset.
+
+    Returns
+    -------
+    torch.Tensor, shape (n, p)
+        In X's floating dtype (float32 for integer X) and device.
+    """
     X = _images(X)
     X = X if X.is_floating_point() else X.to(torch.float32)
     check_number("factor", _real("factor", factor))
@@ -455,7 +760,22 @@ def adjust_contrast(X, factor: float, offset: float = 0.0) -> torch.Tensor:
 
 def blur_images(X, sigma: float, shape=(28, 28)) -> torch.Tensor:
     """Each image convolved (per channel) with a Gaussian of standard deviation ``sigma`` pixels, truncated at
-    3 sigma and normalised to sum 1; zero padding outside the image. ``sigma = 0`` returns X unchanged."""
+    3 sigma and normalised to sum 1; zero padding outside the image. ``sigma = 0`` returns X unchanged.
+
+    Parameters
+    ----------
+    X : array-like or torch.Tensor, shape (n, p)
+        Flattened images.
+    sigma : float
+        Pixels (>= 0).
+    shape : tuple of int, default (28, 28)
+        The image shape, (H, W) or (C, H, W).
+
+    Returns
+    -------
+    torch.Tensor, shape (n, p)
+        In X's floating dtype (float32 for integer X) and device.
+    """
     X, (C, H, W) = _float_images(X, shape)
     sigma = float(check_number("sigma", _real("sigma", sigma), low=0))
     if sigma == 0:
@@ -488,7 +808,26 @@ def corrupt(X, kind: str, severity: float, *, shape=(28, 28), generator=0) -> to
     ==========  =====================================================================
 
     Random corruptions (noise, impulse) draw from ``generator``; the same seed gives the same images, and every
-    corruption keeps X's shape."""
+    corruption keeps X's shape.
+
+    Parameters
+    ----------
+    X : array-like or torch.Tensor, shape (n, p)
+        Flattened images.
+    kind : {"noise", "impulse", "shift", "contrast", "blur", "rotation"}
+        The corruption.
+    severity : float
+        Its parameter (see the table).
+    shape : tuple of int, default (28, 28)
+        The image shape, (H, W) or (C, H, W).
+    generator : int or torch.Generator, default 0
+        Seeds the draws.
+
+    Returns
+    -------
+    torch.Tensor, shape (n, p)
+        In X's floating dtype (float32 for integer X) and device.
+    """
     check_choice("kind", kind, CORRUPTIONS)
     if kind == "noise":
         return gaussian_noise(X, severity, generator=generator)
@@ -511,7 +850,24 @@ def corrupt(X, kind: str, severity: float, *, shape=(28, 28), generator=0) -> to
 
 def pixel_map(diag, shape=(28, 28)) -> torch.Tensor:
     """A per-pixel feature diagonal (or a square matrix's diagonal) as an (H, W) image, summed over channels for a
-    (C, H, W) shape: what the paper's figures show for diag(M) and for the diagonal of a network's W^T W."""
+    (C, H, W) shape: what the paper's figures show for diag(M) and for the diagonal of a network's W^T W.
+
+    Parameters
+    ----------
+    diag : array-like or torch.Tensor, shape (p,) or (p, p)
+        A per-pixel feature diagonal, or a square matrix (its diagonal is used).
+    shape : tuple of int, default (28, 28)
+        The image shape, (H, W) or (C, H, W).
+
+    Returns
+    -------
+    torch.Tensor, shape (H, W)
+
+    Raises
+    ------
+    ValueError
+        If the diagonal does not have C H W entries.
+    """
     C, H, W = _check_shape(shape)
     d = _as_diagonal(diag)
     if d.numel() != C * H * W:
@@ -526,7 +882,24 @@ def pixel_map(diag, shape=(28, 28)) -> torch.Tensor:
 def load_stl10(root, *, classes=None, download=True, dtype="float32"):
     """STL-10 (3 x 96 x 96, labels 0-9: 0 airplane, ..., 9 truck) from torchvision's labelled train and test
     splits, pixels in [0, 1], flattened channel first; ``classes`` selects and relabels as :func:`rfm.data.split_data`
-    does. The grokking experiment of the paper uses airplanes and trucks. Needs torchvision and a download."""
+    does. The grokking experiment of the paper uses airplanes and trucks. Needs torchvision and a download.
+
+    Parameters
+    ----------
+    root : str or path
+        Where torchvision keeps STL-10.
+    classes : sequence of int, optional
+        A sub-task.
+    download : bool, default True
+        Let torchvision download the data when missing.
+    dtype : str or torch.dtype, default "float32"
+        The dtype of X.
+
+    Returns
+    -------
+    rfm.data.datasets.Split
+        X (n, 27648) in [0, 1], y int64 labels; the train split then the test split.
+    """
     tvd = data.torchvision_datasets()
     parts = []
     for split in ("train", "test"):
@@ -539,7 +912,26 @@ def load_stl10(root, *, classes=None, download=True, dtype="float32"):
 def load_mnist_full(root, *, size: int = 28, channels: int = 1, download=True, dtype="float32"):
     """The full MNIST (60,000 + 10,000 digits) from torchvision, pixels in [0, 1], resized to ``size`` x ``size``
     (bilinear) and repeated over ``channels``: ``size=32, channels=3`` gives the MNIST half of the paper's
-    CIFAR-10 + MNIST images. Needs torchvision and a download."""
+    CIFAR-10 + MNIST images. Needs torchvision and a download.
+
+    Parameters
+    ----------
+    root : str or path
+        Where torchvision keeps MNIST.
+    size : int, default 28
+        Side of the images.
+    channels : int, default 1
+        Channels (the digit repeated).
+    download : bool, default True
+        Let torchvision download the data when missing.
+    dtype : str or torch.dtype, default "float32"
+        The dtype of X.
+
+    Returns
+    -------
+    rfm.data.datasets.Split
+        X (n, channels size^2), y int64 labels; 60,000 training and 10,000 test digits.
+    """
     check_number("size", size, low=1, integer=True)
     check_number("channels", channels, low=1, integer=True)
     tvd = data.torchvision_datasets()
@@ -593,8 +985,32 @@ def bars_task(n: int, *, size: int = 16, bar=(3, 7), sigma: float = 0.5, amplitu
     ``size`` image of N(0, sigma^2) noise (``mode="set"`` replaces the noise on the bar instead); half the
     images of each class (in a seeded random order).
 
-    Returns an :class:`ImageTask` with flattened images (n, size^2), labels, and the per-image masks (n, size^2)
-    of the bar pixels. A task for the convolutional NFA: an edge/bar detector is the feature to learn."""
+    A task for the convolutional NFA: an edge/bar detector is the feature to learn.
+
+    Parameters
+    ----------
+    n : int
+        Images (>= 2).
+    size : int, default 16
+        Side of the images.
+    bar : pair of int, default (3, 7)
+        (height, width) of class 0's bar.
+    sigma : float, default 0.5
+        Noise standard deviation.
+    amplitude : float, default 1.0
+        The bar's height.
+    mode : {"add", "set"}, default "add"
+        Add the bar to the noise or write it.
+    generator : int or torch.Generator, default 0
+        Seeds the draws.
+    dtype : str or torch.dtype, default "float32"
+        The dtype of X.
+
+    Returns
+    -------
+    ImageTask
+        Flattened images (n, size^2), labels, and the per-image masks (n, size^2) of the bar pixels.
+    """
     check_number("n", n, low=2, integer=True)
     check_number("size", size, low=1, integer=True)
     bh, bw = _pair("bar", bar, "(height, width), e.g. (3, 7)")
@@ -634,8 +1050,34 @@ def star_task(n: int, *, size: int = 32, sigma: float = 0.3, amplitude: float = 
     order.
 
     The defaults are those of the authors' ``star_dataset`` (32 x 32 x 3, noise std 0.3, the star pixels *set*
-    to 1 in two channels; ``mode="add"`` adds it to the noise instead). Returns an
-    :class:`ImageTask` with flattened images (n, channels size^2), labels, and the per-image star masks."""
+    to 1 in two channels; ``mode="add"`` adds it to the noise instead).
+
+    Parameters
+    ----------
+    n : int
+        Images (>= 2).
+    size : int, default 32
+        Side of the images (>= 15).
+    sigma : float, default 0.3
+        Noise standard deviation.
+    amplitude : float, default 1.0
+        The star's value.
+    channels : int, default 3
+        Channels.
+    star_channels : int, default 2
+        Channels that carry the star.
+    mode : {"add", "set"}, default "set"
+        Add the star to the noise or write it.
+    generator : int or torch.Generator, default 0
+        Seeds the draws.
+    dtype : str or torch.dtype, default "float32"
+        The dtype of X.
+
+    Returns
+    -------
+    ImageTask
+        Flattened images (n, channels size^2), labels, and the per-image star masks.
+    """
     check_number("n", n, low=2, integer=True)
     check_number("size", size, low=15, integer=True)
     check_number("channels", channels, low=1, integer=True)
@@ -653,8 +1095,28 @@ def star_task(n: int, *, size: int = 32, sigma: float = 0.3, amplitude: float = 
 def noisy_frame(X, y, *, shape=(28, 28), frame=(42, 42), std: float = 1.0, generator=0) -> ImageTask:
     """Each image of X (flattened, of ``shape``) placed at a uniformly random position in a larger ``frame`` of
     N(0, std^2) noise (the top-left corner in 0..frame-shape-1 along each axis, as the authors' noisy-MNIST
-    generator ``gen_toy_data.py`` draws it): a local signal at an unknown position. Returns an :class:`ImageTask`
-    with the framed images (n, C * frame_h * frame_w), the labels y, and the per-image masks of the image pixels."""
+    generator ``gen_toy_data.py`` draws it): a local signal at an unknown position.
+
+    Parameters
+    ----------
+    X : array-like or torch.Tensor, shape (n, p)
+        Flattened images.
+    y : array-like of int, shape (n,)
+        Labels.
+    shape : tuple of int, default (28, 28)
+        The image shape, (H, W) or (C, H, W).
+    frame : pair of int, default (42, 42)
+        (height, width) of the frame, larger than the images.
+    std : float, default 1.0
+        Noise standard deviation.
+    generator : int or torch.Generator, default 0
+        Seeds the draws.
+
+    Returns
+    -------
+    ImageTask
+        The framed images (n, C frame_h frame_w), the labels y, and the per-image masks of the image pixels.
+    """
     C, H, W = _check_shape(shape)
     X = _images(X)
     y = _labels(y)

@@ -53,7 +53,22 @@ PARTS = ("whole", "off_diagonal")
 
 
 def canonical_operation(operation: str) -> str:
-    """``"add"``, ``"sub"``, ``"mul"`` or ``"div"`` (also accepted: ``"+"``, ``"x+y"``, ... )."""
+    """``"add"``, ``"sub"``, ``"mul"`` or ``"div"`` (also accepted: ``"+"``, ``"x+y"``, ... ).
+
+    Parameters
+    ----------
+    operation : str
+        A name or alias.
+
+    Returns
+    -------
+    str
+
+    Raises
+    ------
+    TypeError, ValueError
+        If it is not a string, or not an operation.
+    """
     if not isinstance(operation, str):
         raise TypeError(f"operation must be a string, one of {list(OPERATIONS)} (or + - * /), got {operation!r} of "
                         f"type {type(operation).__name__}")
@@ -65,12 +80,32 @@ def canonical_operation(operation: str) -> str:
 
 def dual_operation(operation: str) -> str:
     """The operation whose re-indexing makes a block that is a function of x o y itself circulant: "sub" for
-    "add", "add" for "sub", "div" for "mul", "mul" for "div" (see :func:`block_orders`)."""
+    "add", "add" for "sub", "div" for "mul", "mul" for "div" (see :func:`block_orders`).
+
+    Parameters
+    ----------
+    operation : str
+        An operation.
+
+    Returns
+    -------
+    str
+    """
     return _DUAL[canonical_operation(operation)]
 
 
 def is_prime(n: int) -> bool:
-    """Whether the integer ``n`` is a prime (trial division)."""
+    """Whether the integer ``n`` is a prime (trial division).
+
+    Parameters
+    ----------
+    n : int
+        The number.
+
+    Returns
+    -------
+    bool
+    """
     check_number("n", n, integer=True)
     n = int(n)
     if n < 2:
@@ -165,7 +200,21 @@ def _check_seed(generator) -> torch.Generator:
 
 
 def modular_labels(x: torch.Tensor, y: torch.Tensor, p: int, operation: str = "add") -> torch.Tensor:
-    """x o y mod p elementwise, for integer tensors with entries in [0, p) (y != 0 for division)."""
+    """x o y mod p elementwise, for integer tensors with entries in [0, p) (y != 0 for division).
+
+    Parameters
+    ----------
+    x, y : torch.Tensor of int
+        Operands of the same shape, in [0, p).
+    p : int
+        A prime.
+    operation : str, default "add"
+        "add", "sub", "mul" or "div" (or an alias, :func:`canonical_operation`).
+
+    Returns
+    -------
+    torch.Tensor of int64, the shape of x
+    """
     p, op = check_prime(p), canonical_operation(operation)
     x, y = _integers(x, "x", p), _integers(y, "y", p)
     if x.shape != y.shape:
@@ -183,7 +232,19 @@ def modular_labels(x: torch.Tensor, y: torch.Tensor, p: int, operation: str = "a
 
 
 def modular_inverse(y: torch.Tensor, p: int) -> torch.Tensor:
-    """y^{-1} mod p = y^{p-2} mod p (Fermat), elementwise, for integer y; 0 (which has no inverse) maps to 0."""
+    """y^{-1} mod p = y^{p-2} mod p (Fermat), elementwise, for integer y; 0 (which has no inverse) maps to 0.
+
+    Parameters
+    ----------
+    y : torch.Tensor of int
+        Values (taken mod p).
+    p : int
+        A prime.
+
+    Returns
+    -------
+    torch.Tensor of int64, the shape of y
+    """
     p = check_prime(p)
     y = _integers(y, "y") % p
     out = torch.ones_like(y)
@@ -197,7 +258,21 @@ def modular_inverse(y: torch.Tensor, p: int) -> torch.Tensor:
 
 
 def one_hot_pairs(pairs: torch.Tensor, p: int, dtype="float64") -> torch.Tensor:
-    """The inputs of the paper: [one_hot(x), one_hot(y)] in R^{2p} for each row (x, y) of ``pairs``."""
+    """The inputs of the paper: [one_hot(x), one_hot(y)] in R^{2p} for each row (x, y) of ``pairs``.
+
+    Parameters
+    ----------
+    pairs : torch.Tensor of int, shape (n, 2)
+        Entries in [0, p).
+    p : int
+        A prime.
+    dtype : str or torch.dtype, default "float64"
+        The dtype.
+
+    Returns
+    -------
+    torch.Tensor, shape (n, 2p)
+    """
     check_number("p", p, low=1, integer=True)
     dtype = resolve_dtype(dtype)
     pairs = _integers(pairs, "pairs")
@@ -210,7 +285,26 @@ def one_hot_pairs(pairs: torch.Tensor, p: int, dtype="float64") -> torch.Tensor:
 @dataclass(frozen=True)
 class ModularData:
     """A train/test split of x o y mod p. ``X_*`` are (n, 2p) one-hot inputs, ``Y_*`` (n, p) one-hot targets,
-    ``pairs_*`` the (n, 2) integer pairs (x, y), ``y_*`` the integer labels."""
+    ``pairs_*`` the (n, 2) integer pairs (x, y), ``y_*`` the integer labels.
+
+    Parameters
+    ----------
+    p : int
+        A prime.
+    operation : str
+        The canonical operation name.
+    X_train, X_test : torch.Tensor, shape (n, 2p)
+        One-hot inputs.
+    Y_train, Y_test : torch.Tensor, shape (n, p)
+        One-hot targets.
+    pairs_train, pairs_test : torch.Tensor of int64, shape (n, 2)
+        The pairs (x, y).
+
+    Raises
+    ------
+    ValueError
+        If p is not prime, the operation not canonical, or the shapes do not match.
+    """
     p: int
     operation: str
     X_train: torch.Tensor
@@ -243,7 +337,19 @@ class ModularData:
 
 
 def all_pairs(p: int, operation: str = "add") -> torch.Tensor:
-    """All (x, y) in Z_p^2 in lexicographic order, without y = 0 for division: (p^2, 2) or (p(p-1), 2)."""
+    """All (x, y) in Z_p^2 in lexicographic order, without y = 0 for division: (p^2, 2) or (p(p-1), 2).
+
+    Parameters
+    ----------
+    p : int
+        A prime.
+    operation : str, default "add"
+        "add", "sub", "mul" or "div" (or an alias, :func:`canonical_operation`).
+
+    Returns
+    -------
+    torch.Tensor of int64, shape (p^2, 2) or (p (p - 1), 2)
+    """
     p, op = check_prime(p), canonical_operation(operation)
     ys = torch.arange(1 if op == "div" else 0, p)
     return torch.cartesian_prod(torch.arange(p), ys)
@@ -252,7 +358,25 @@ def all_pairs(p: int, operation: str = "add") -> torch.Tensor:
 def modular_arithmetic(p: int, operation: str = "add", train_fraction: float = 0.5, *, generator=0,
                        dtype="float64") -> ModularData:
     """All pairs of x o y mod p, split at random: ``int(train_fraction * N)`` training pairs (as in the paper's
-    code), the rest for testing. ``generator`` is a seed or a ``torch.Generator``; tensors are on the CPU."""
+    code), the rest for testing. ``generator`` is a seed or a ``torch.Generator``; tensors are on the CPU.
+
+    Parameters
+    ----------
+    p : int
+        A prime.
+    operation : str, default "add"
+        "add", "sub", "mul" or "div" (or an alias, :func:`canonical_operation`).
+    train_fraction : float, default 0.5
+        The training share of the N pairs.
+    generator : int or torch.Generator, default 0
+        Seeds the draw.
+    dtype : str or torch.dtype, default "float64"
+        The dtype.
+
+    Returns
+    -------
+    ModularData
+    """
     p, op = check_prime(p), canonical_operation(operation)
     check_number("train_fraction", train_fraction, low=0, low_inclusive=False, high=1, high_inclusive=False)
     dtype = resolve_dtype(dtype)
@@ -275,7 +399,18 @@ def modular_arithmetic(p: int, operation: str = "add", train_fraction: float = 0
 
 
 def primitive_root(p: int) -> int:
-    """The smallest generator g of the multiplicative group Z_p^* (its powers g^0..g^{p-2} are 1..p-1)."""
+    """The smallest generator g of the multiplicative group Z_p^* (its powers g^0..g^{p-2} are 1..p-1).
+
+    Parameters
+    ----------
+    p : int
+        A prime.
+
+    Returns
+    -------
+    int
+        1 for p = 2.
+    """
     p = check_prime(p)
     if p == 2:
         return 1
@@ -290,7 +425,17 @@ def discrete_log_order(p: int) -> torch.Tensor:
     """The digits in discrete-log order: entry k is g^k mod p, k = 0..p-2, for the primitive root g.
 
     Indexing a vector over Z_p by it drops the digit 0 (which has no logarithm) and turns multiplication into
-    addition mod p - 1: g^k * g^l = g^{k+l}."""
+    addition mod p - 1: g^k * g^l = g^{k+l}.
+
+    Parameters
+    ----------
+    p : int
+        A prime.
+
+    Returns
+    -------
+    torch.Tensor of int64, shape (p - 1,)
+    """
     p = check_prime(p)
     g = primitive_root(p)
     return torch.tensor([pow(g, k, p) for k in range(p - 1)], dtype=torch.long)
@@ -311,7 +456,20 @@ def block_orders(p: int, operation: str = "add"):
     * x / y: of x * y; logarithms with y -> -log y.
 
     A block that is a function of x o y itself (the quadratic network's, see the chapter) is circulant in the
-    orders of :func:`dual_operation`."""
+    orders of :func:`dual_operation`.
+
+    Parameters
+    ----------
+    p : int
+        A prime.
+    operation : str, default "add"
+        "add", "sub", "mul" or "div" (or an alias, :func:`canonical_operation`).
+
+    Returns
+    -------
+    rows, cols : torch.Tensor of int64
+        Digit orders, of length p (add, sub) or p - 1 (mul, div).
+    """
     p, op = check_prime(p), canonical_operation(operation)
     if op in ("add", "sub"):
         rows = torch.arange(p)
@@ -322,7 +480,24 @@ def block_orders(p: int, operation: str = "add"):
 
 
 def off_diagonal_block(M, p: int | None = None) -> torch.Tensor:
-    """M[:p, p:], the block coupling the first digit with the second (p defaults to half the size of M)."""
+    """M[:p, p:], the block coupling the first digit with the second (p defaults to half the size of M).
+
+    Parameters
+    ----------
+    M : array-like or torch.Tensor, shape (2p, 2p)
+        A feature matrix.
+    p : int, optional
+        The number of digits.
+
+    Returns
+    -------
+    torch.Tensor, shape (p, p)
+
+    Raises
+    ------
+    ValueError
+        If M is not 2p x 2p.
+    """
     M = _matrix(M, "M", finite=False)
     if M.shape[0] % 2:
         raise ValueError(f"M must be a square matrix of even size 2p, got shape {tuple(M.shape)}")
@@ -336,7 +511,19 @@ def off_diagonal_block(M, p: int | None = None) -> torch.Tensor:
 
 def reindex_block(B, operation: str = "add") -> torch.Tensor:
     """The p x p block ``B`` with its rows and columns in the orders of :func:`block_orders` (p - 1 x p - 1 for
-    multiplication and division, whose digit 0 is dropped)."""
+    multiplication and division, whose digit 0 is dropped).
+
+    Parameters
+    ----------
+    B : array-like or torch.Tensor, shape (p, p)
+        The block.
+    operation : str, default "add"
+        "add", "sub", "mul" or "div" (or an alias, :func:`canonical_operation`).
+
+    Returns
+    -------
+    torch.Tensor, shape (p, p) or (p - 1, p - 1)
+    """
     B = _matrix(B, "B", finite=False)
     check_prime(B.shape[0], "the size of B (p)")
     rows, cols = block_orders(B.shape[0], operation)
@@ -345,7 +532,22 @@ def reindex_block(B, operation: str = "add") -> torch.Tensor:
 
 def unreindex_block(C, p: int, operation: str = "add") -> torch.Tensor:
     """The inverse of :func:`reindex_block`: a p x p block whose re-indexed form is ``C`` (row and column 0 are
-    zero for multiplication and division)."""
+    zero for multiplication and division).
+
+    Parameters
+    ----------
+    C : array-like or torch.Tensor, shape (p, p) or (p - 1, p - 1)
+        The re-indexed block.
+    p : int
+        A prime.
+    operation : str, default "add"
+        "add", "sub", "mul" or "div" (or an alias, :func:`canonical_operation`).
+
+    Returns
+    -------
+    torch.Tensor, shape (p, p)
+        In C's dtype.
+    """
     C = _matrix(C, "C", square=False, finite=False)
     rows, cols = block_orders(p, operation)
     if C.shape != (len(rows), len(cols)):
@@ -361,7 +563,18 @@ def unreindex_block(C, p: int, operation: str = "add") -> torch.Tensor:
 
 def circulant(c) -> torch.Tensor:
     """The circulant matrix C[i, j] = c[(i - j) mod n] (``scipy.linalg.circulant``'s convention: c is the first
-    column, each column the previous one shifted down by one)."""
+    column, each column the previous one shifted down by one).
+
+    Parameters
+    ----------
+    c : array-like or torch.Tensor, shape (n,)
+        The first column (n >= 1).
+
+    Returns
+    -------
+    torch.Tensor, shape (n, n)
+        In c's dtype.
+    """
     c = _tensor(c, "c")
     if c.ndim != 1 or c.shape[0] == 0:
         raise ValueError(f"c must be a non-empty 1-D vector (the first column), got shape {tuple(c.shape)}")
@@ -372,7 +585,17 @@ def circulant(c) -> torch.Tensor:
 
 def circulant_projection(A) -> torch.Tensor:
     """The nearest circulant matrix to a square ``A`` in Frobenius norm: each wrapped diagonal (i - j = const mod n)
-    replaced by its mean."""
+    replaced by its mean.
+
+    Parameters
+    ----------
+    A : array-like or torch.Tensor, shape (n, n)
+        A square matrix.
+
+    Returns
+    -------
+    torch.Tensor, shape (n, n)
+    """
     A = _matrix(A, "A", finite=False)
     n = A.shape[0]
     diag_id = (torch.arange(n)[:, None] - torch.arange(n)[None, :]) % n
@@ -381,7 +604,7 @@ def circulant_projection(A) -> torch.Tensor:
 
 
 def circulant_deviation(A, *, scale: str = "fraction") -> float:
-    r"""How far a square matrix is from circulant, as the fraction of its energy off the circulant subspace::
+    """How far a square matrix is from circulant, as the fraction of its energy off the circulant subspace::
 
         D(A) = |A - circ(A)|_F^2 / |A|_F^2,   circ(A) = A averaged along its wrapped diagonals,
 
@@ -389,7 +612,20 @@ def circulant_deviation(A, *, scale: str = "fraction") -> float:
     returns the other common normalisation, ``sum_k Var_i(S[i, k]) / |A|_F^2`` where row i of S is row i of A rolled
     by -i (the variance of each column of the rolled matrix, summed): it is exactly D(A) / n, about (1 - 1/n) / n
     for a random matrix. A zero matrix gives NaN: there are no features to judge (the off-diagonal block of
-    M_0 = I is zero)."""
+    M_0 = I is zero).
+
+    Parameters
+    ----------
+    A : array-like or torch.Tensor, shape (n, n)
+        A square matrix.
+    scale : {"fraction", "rolled_variance"}, default "fraction"
+        The normalisation.
+
+    Returns
+    -------
+    float
+        In [0, 1] (``fraction``); NaN for a zero matrix.
+    """
     if scale not in SCALES:
         raise ValueError(f"scale must be one of {list(SCALES)}, got {scale!r}")
     A = _matrix(A, "A").detach().to(torch.float64).cpu()
@@ -402,12 +638,39 @@ def circulant_deviation(A, *, scale: str = "fraction") -> float:
 
 def block_circulant_deviation(M, operation: str = "add", *, scale: str = "fraction") -> float:
     """:func:`circulant_deviation` of the off-diagonal block of a 2p x 2p feature matrix ``M``, re-indexed for
-    ``operation`` by :func:`reindex_block`: the progress measure of the grokking paper (``scale`` as there)."""
+    ``operation`` by :func:`reindex_block`: the progress measure of the grokking paper (``scale`` as there).
+
+    Parameters
+    ----------
+    M : array-like or torch.Tensor, shape (2p, 2p)
+        A feature matrix.
+    operation : str, default "add"
+        "add", "sub", "mul" or "div" (or an alias, :func:`canonical_operation`).
+    scale : {"fraction", "rolled_variance"}, default "fraction"
+        The normalisation.
+
+    Returns
+    -------
+    float
+        NaN for a zero block.
+    """
     return circulant_deviation(reindex_block(off_diagonal_block(M), operation), scale=scale)
 
 
 def dft_matrix(n: int, dtype=torch.complex128) -> torch.Tensor:
-    """The unitary DFT matrix F[j, k] = exp(-2 pi i jk / n) / sqrt(n); F x = ``torch.fft.fft(x, norm="ortho")``."""
+    """The unitary DFT matrix F[j, k] = exp(-2 pi i jk / n) / sqrt(n); F x = ``torch.fft.fft(x, norm="ortho")``.
+
+    Parameters
+    ----------
+    n : int
+        The size.
+    dtype : torch.complex64 or torch.complex128, default torch.complex128
+        The dtype.
+
+    Returns
+    -------
+    torch.Tensor, shape (n, n)
+    """
     check_number("n", n, low=1, integer=True)
     if dtype not in (torch.complex64, torch.complex128):
         raise ValueError(f"dtype must be torch.complex64 or torch.complex128 (the DFT is complex), got {dtype!r}")
@@ -418,14 +681,35 @@ def dft_matrix(n: int, dtype=torch.complex128) -> torch.Tensor:
 def fourier_diagonalize(A) -> torch.Tensor:
     """F A F^H with the unitary DFT F. For a circulant A = circulant(c) this is diag(fft(c)): the Fourier modes
     are the eigenvectors of every circulant matrix. Its off-diagonal energy fraction is
-    :func:`circulant_deviation` (F is unitary and the diagonal of F A F^H is the spectrum of circ(A))."""
+    :func:`circulant_deviation` (F is unitary and the diagonal of F A F^H is the spectrum of circ(A)).
+
+    Parameters
+    ----------
+    A : array-like or torch.Tensor, shape (n, n)
+        A square matrix.
+
+    Returns
+    -------
+    torch.Tensor of complex128, shape (n, n)
+        On the CPU.
+    """
     A = _matrix(A, "A").detach().to(torch.float64).cpu()
     F = dft_matrix(A.shape[0])
     return F @ A.to(F.dtype) @ F.conj().T
 
 
 def circulant_spectrum(A) -> torch.Tensor:
-    """The diagonal of F A F^H: the eigenvalues (frequency k = 0..n-1) of the circulant part of ``A``."""
+    """The diagonal of F A F^H: the eigenvalues (frequency k = 0..n-1) of the circulant part of ``A``.
+
+    Parameters
+    ----------
+    A : array-like or torch.Tensor, shape (n, n)
+        A square matrix.
+
+    Returns
+    -------
+    torch.Tensor of complex128, shape (n,)
+    """
     return torch.diagonal(fourier_diagonalize(A)).clone()
 
 
@@ -440,7 +724,27 @@ def agop_alignment(M, M_ref, p: int | None = None, *, part: str = "whole") -> fl
     blocks M[:p, p:] that couple the two digits (an addition of this book, not the paper's measure): the diagonal
     blocks of any M are dominated by a near-identity part, which keeps the whole-matrix cosine away from 0 (M_0 = I
     alone gives ``tr(M_ref) / (sqrt(2p) ||M_ref||_F)``), while the off-diagonal block is where the solution shows; it is
-    undefined (ValueError) for M_0 = I, whose off-diagonal block is zero. Used with M_ref = the final M."""
+    undefined (ValueError) for M_0 = I, whose off-diagonal block is zero. Used with M_ref = the final M.
+
+    Parameters
+    ----------
+    M, M_ref : array-like or torch.Tensor, shape (2p, 2p)
+        Feature matrices.
+    p : int, optional
+        The number of digits (default: half the size).
+    part : {"whole", "off_diagonal"}, default "whole"
+        What is compared.
+
+    Returns
+    -------
+    float
+        In [-1, 1].
+
+    Raises
+    ------
+    ValueError
+        If a compared matrix is zero, or ``part`` is unknown.
+    """
     if part not in PARTS:
         raise ValueError(f"part must be one of {list(PARTS)}, got {part!r}")
     if part == "whole":
@@ -456,7 +760,19 @@ def agop_alignment(M, M_ref, p: int | None = None, *, part: str = "whole") -> fl
 
 def correct_class_mse(outputs, Y) -> float:
     """The correct-class loss of the paper's code (``correct_logit_loss`` in ``train_kernel.py``): the mean over
-    examples of (f_y(x) - 1)^2, the squared error of the output of the true class only (Y one-hot, (n, p))."""
+    examples of (f_y(x) - 1)^2, the squared error of the output of the true class only (Y one-hot, (n, p)).
+
+    Parameters
+    ----------
+    outputs : array-like or torch.Tensor, shape (n, p)
+        Model outputs.
+    Y : array-like or torch.Tensor, shape (n, p)
+        One-hot targets.
+
+    Returns
+    -------
+    float
+    """
     out, Y = _matrix(outputs, "outputs", square=False), _matrix(Y, "Y", square=False)
     if out.shape != Y.shape:
         raise ValueError(f"outputs and Y must have the same shape, got {tuple(out.shape)} and {tuple(Y.shape)}")
@@ -466,7 +782,23 @@ def correct_class_mse(outputs, Y) -> float:
 
 def random_circulant_block(p: int, operation: str = "add", *, generator=0, dtype="float64") -> torch.Tensor:
     """A random p x p block that is circulant in the digit order of ``operation``: c ~ U[0, 1] (length p, or p - 1
-    for * and /), mean-centred, placed with :func:`unreindex_block`."""
+    for * and /), mean-centred, placed with :func:`unreindex_block`.
+
+    Parameters
+    ----------
+    p : int
+        A prime.
+    operation : str, default "add"
+        "add", "sub", "mul" or "div" (or an alias, :func:`canonical_operation`).
+    generator : int or torch.Generator, default 0
+        Seeds the draw.
+    dtype : str or torch.dtype, default "float64"
+        The dtype.
+
+    Returns
+    -------
+    torch.Tensor, shape (p, p)
+    """
     p, op = check_prime(p), canonical_operation(operation)
     n = p if op in ("add", "sub") else p - 1
     c = torch.rand(n, generator=_check_seed(generator), dtype=resolve_dtype(dtype))
@@ -474,14 +806,31 @@ def random_circulant_block(p: int, operation: str = "add", *, generator=0, dtype
 
 
 def random_circulant_features(p: int, operation: str = "add", *, generator=0, dtype="float64") -> torch.Tensor:
-    r"""The paper's random block-circulant feature matrix (``train_random_circulant_kernel.py``):
+    """The paper's random block-circulant feature matrix (``train_random_circulant_kernel.py``):
 
         M = sqrtm([[I - 11^T/p, C], [C^T, I - 11^T/p]])
 
     with C = :func:`random_circulant_block`. The construction matters: the centred identity blocks remove the
     digit-independent direction, and the square root. The matrix inside is usually indefinite (the eigenvalues are
     ``1 +- |fft(c)_k|``, and ``|fft(c)_k| > 1`` for most k); the code takes the real part of scipy's principal square root,
-    which for a symmetric matrix is V max(lambda, 0)^{1/2} V^T, i.e. :func:`rfm.utils.psd_power` with power 1/2."""
+    which for a symmetric matrix is V max(lambda, 0)^{1/2} V^T, i.e. :func:`rfm.utils.psd_power` with power 1/2.
+
+    Parameters
+    ----------
+    p : int
+        A prime.
+    operation : str, default "add"
+        "add", "sub", "mul" or "div" (or an alias, :func:`canonical_operation`).
+    generator : int or torch.Generator, default 0
+        Seeds the draw.
+    dtype : str or torch.dtype, default "float64"
+        The dtype.
+
+    Returns
+    -------
+    torch.Tensor, shape (2p, 2p)
+        Symmetric PSD.
+    """
     p = check_prime(p)
     return coupled_features(random_circulant_block(p, operation, generator=generator, dtype=dtype))
 
@@ -491,7 +840,24 @@ def template_addition(p: int, magnitudes, *, generator=0, dtype="float64") -> di
     k = 1..len(magnitudes) (<= (p-1)/2), zero elsewhere and at k = 0, random phases, scaled to ||x||^2 = p. The
     pair (a, b) is the input (rho^a x, rho^b x) in R^{2p}, the target rho^{a+b} x in R^p, with
     (rho^a x)[j] = x[(j - a) mod p]. All p^2 pairs (``rfm.data.modular.all_pairs``). Returns {"X", "Y", "x",
-    "pairs", "magnitudes"} (magnitudes after scaling, per frequency 1..(p-1)/2)."""
+    "pairs", "magnitudes"} (magnitudes after scaling, per frequency 1..(p-1)/2).
+
+    Parameters
+    ----------
+    p : int
+        A prime.
+    magnitudes : array-like of float
+        ``|x_hat[k]|`` for k = 1..len(magnitudes), at most (p - 1) / 2 of them.
+    generator : int or torch.Generator, default 0
+        Seeds the draw.
+    dtype : str or torch.dtype, default "float64"
+        The dtype.
+
+    Returns
+    -------
+    dict
+        "X" (p^2, 2p), "Y" (p^2, p), "x" (p,), "pairs" (p^2, 2), "magnitudes" ((p - 1) // 2,).
+    """
     p = check_prime(p)
     m = torch.as_tensor(magnitudes, dtype=torch.float64).reshape(-1)
     half = (p - 1) // 2
@@ -520,7 +886,19 @@ def template_addition(p: int, magnitudes, *, generator=0, dtype="float64") -> di
 def fourier_residuals(Y, F) -> torch.Tensor:
     """The residual energy of a prediction F of targets Y (both (n, p), rows indexed by output position) at each
     frequency k = 1..(p-1)/2 of the output axis, as a fraction of Y's energy there (frequencies k and -k
-    together). A frequency absent from Y gives NaN."""
+    together). A frequency absent from Y gives NaN.
+
+    Parameters
+    ----------
+    Y : array-like or torch.Tensor, shape (n, p)
+        Targets.
+    F : array-like or torch.Tensor, shape (n, p)
+        Predictions.
+
+    Returns
+    -------
+    torch.Tensor, float64, shape ((p - 1) // 2,)
+    """
     Y = check_matrix(Y, "Y", dtype=torch.float64)
     F = check_matrix(F, "F", dtype=torch.float64)
     if Y.shape != F.shape:

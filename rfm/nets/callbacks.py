@@ -50,7 +50,24 @@ class NetworkProgress:
     :func:`rfm.nets.layer_agop`, uncentred). ``time_s`` is the wall time since the previous record
     (0 for the first). With ``stop_at_test_acc`` it returns True, which stops training, after the first record
     whose test accuracy reaches it (that record always gets its NFM). The test set is only measured, never
-    trained on."""
+    trained on.
+
+    Parameters
+    ----------
+    data : ModularData
+        The task the network is trained on.
+    nfm_every : int, default 1
+        Epochs between NFM records (>= 1).
+    stop_at_test_acc : float, optional
+        Stop once the test accuracy reaches it.
+    agop : bool, default False
+        Also record the input AGOP.
+
+    Raises
+    ------
+    TypeError
+        If ``agop`` is not a bool.
+    """
 
     def __init__(self, data: ModularData, *, nfm_every: int = 1, stop_at_test_acc: float | None = None,
                  agop: bool = False):
@@ -110,6 +127,18 @@ class NetworkProgress:
         return stop
 
     def column(self, key):
+        """One recorded quantity over the records.
+
+        Parameters
+        ----------
+        key : str
+            A key of the records.
+
+        Returns
+        -------
+        list
+            One value per record (KeyError if a record lacks the key).
+        """
         return [r[key] for r in self.records]
 
 
@@ -125,7 +154,13 @@ class GrokkingProgress:
     * ``circulant_deviation`` -- :func:`block_circulant_deviation` of the M used in this solve;
     * ``M`` -- that M.
 
-    :meth:`alignment` then gives the AGOP alignment of every M with a reference (default: the last one)."""
+    :meth:`alignment` then gives the AGOP alignment of every M with a reference (default: the last one).
+
+    Parameters
+    ----------
+    data : ModularData
+        The task the estimator is fitted on (:func:`rfm.data.modular.modular_arithmetic`).
+    """
 
     def __init__(self, data: ModularData):
         self.data = _check_data(data)
@@ -156,13 +191,43 @@ class GrokkingProgress:
         return False
 
     def column(self, key):
+        """One recorded quantity over the solves.
+
+        Parameters
+        ----------
+        key : str
+            A key of the records.
+
+        Returns
+        -------
+        list
+            One value per record.
+
+        Raises
+        ------
+        KeyError
+            If the records have no such key.
+        """
         if self.records and key not in self.records[0]:
             raise KeyError(f"no column {key!r}; the records have {sorted(self.records[0])}")
         return [r[key] for r in self.records]
 
     def alignment(self, reference=None, *, part: str = "whole"):
         """:func:`agop_alignment` of each recorded M with ``reference`` (default: the last M); with
-        ``part="off_diagonal"`` NaN for M_0 = I, whose off-diagonal block is zero."""
+        ``part="off_diagonal"`` NaN for M_0 = I, whose off-diagonal block is zero.
+
+        Parameters
+        ----------
+        reference : array-like, shape (2p, 2p), optional
+            The reference M (default: the last one).
+        part : {"whole", "off_diagonal"}, default "whole"
+            As in :func:`agop_alignment`.
+
+        Returns
+        -------
+        list of float
+            One per record.
+        """
         ref = self.records[-1]["M"] if reference is None else torch.as_tensor(reference)
         out = []
         for r in self.records:

@@ -48,7 +48,36 @@ def multi_stage_gd(X, y, U0, v0, *, stages: int, steps: int, c_first: float, c_r
     ``sharpness_start`` (lambda at the start of each stage) and ``sharpness`` [(step, lambda)] (every
     ``kernel_every`` steps of each stage, and at each stage's start and end), ``test`` (the test loss at the end
     of each stage, when test data are given), ``params`` [(U, v)] at the end of each stage, ``diverged`` and the
-    final ``U``, ``v``. A diverged stage ends the run."""
+    final ``U``, ``v``. A diverged stage ends the run.
+
+    Parameters
+    ----------
+    X : array-like, shape (n, d)
+        Training inputs.
+    y : array-like, shape (n,)
+        Training targets.
+    U0, v0 : torch.Tensor
+        The two-layer network's initial weights (as in :func:`rfm.nets.two_layer.two_layer_gd`).
+    stages : int
+        Stages (>= 1).
+    steps : int
+        Steps per stage (>= 1).
+    c_first : float
+        The first stage's step, in units of 2 / lambda_0 (> 0).
+    c_raise : float
+        The later stages' step, in units of 2 / lambda (> 0).
+    X_test, y_test : array-like, optional
+        Test data.
+    kernel_every : int, default 0
+        Sharpness every this many steps (0: only at stage boundaries).
+    blowup : float, default 1e8
+        Divergence threshold, as in :func:`rfm.nets.two_layer.two_layer_gd`.
+
+    Returns
+    -------
+    dict
+        As described above.
+    """
     check_number("stages", stages, low=1, integer=True)
     check_number("steps", steps, low=1, integer=True)
     check_number("c_first", c_first, low=0, low_inclusive=False)

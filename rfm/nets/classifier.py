@@ -62,7 +62,21 @@ def class_indices(y, n_classes=None, name="y") -> tuple[torch.Tensor, int]:
 
 def label_codes(y, n_classes: int | None = None, *, dtype=torch.float32) -> torch.Tensor:
     """Least-squares targets of class indices ``y`` (0..c-1): shape (n, 1) with 0/1 for two classes, one-hot (n, c)
-    for more. ``n_classes`` defaults to ``max(y) + 1``."""
+    for more. ``n_classes`` defaults to ``max(y) + 1``.
+
+    Parameters
+    ----------
+    y : array-like of int, shape (n,)
+        Class indices.
+    n_classes : int, optional
+        c.
+    dtype : torch.dtype, default torch.float32
+        The dtype.
+
+    Returns
+    -------
+    torch.Tensor, shape (n, 1) or (n, c)
+    """
     t, c = class_indices(y, n_classes)
     if c == 2:
         return t.to(dtype)[:, None]
@@ -70,7 +84,22 @@ def label_codes(y, n_classes: int | None = None, *, dtype=torch.float32) -> torc
 
 
 def decode_label_codes(out: torch.Tensor) -> torch.Tensor:
-    """Class indices from outputs of shape (n, 1) (class 1 where the output exceeds 1/2) or (n, c) (arg-max)."""
+    """Class indices from outputs of shape (n, 1) (class 1 where the output exceeds 1/2) or (n, c) (arg-max).
+
+    Parameters
+    ----------
+    out : torch.Tensor, shape (n, 1) or (n, c)
+        Outputs.
+
+    Returns
+    -------
+    torch.Tensor of int64, shape (n,)
+
+    Raises
+    ------
+    ValueError
+        If out is not a 2-D tensor.
+    """
     if not isinstance(out, torch.Tensor) or out.ndim != 2:
         raise ValueError(f"out must be a 2-D tensor of outputs (n, 1) or (n, c), got "
                          f"{tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__}")
@@ -88,7 +117,28 @@ def fit_mlp_classifier(X, y, n_classes: int, widths, *, init_scale=1.0, activati
     weights and the mini-batches (``batch_size`` None: full-batch gradient descent); a seed starts both streams.
     ``init_scale`` is one number or one per layer (e.g. ``[0.1, 1.0, 1.0]`` for a small first layer).
     ``callback(net, record)`` runs every ``eval_every`` epochs (default: only after the last) as in
-    :func:`rfm.nets.train`, whose other arguments these are. Returns the trained network (in eval mode)."""
+    :func:`rfm.nets.train`, whose other arguments these are. Returns the trained network (in eval mode).
+
+    Parameters
+    ----------
+    X : array-like or torch.Tensor, shape (n, d)
+        Inputs.
+    y : array-like of int, shape (n,)
+        Class indices.
+    n_classes : int
+        c.
+    widths : sequence of int
+        Hidden widths.
+    init_scale, activation, bias, init
+        As in :class:`rfm.nets.MLP`.
+    lr, epochs, batch_size, weight_decay, optimizer, generator, device, dtype, threads, callback, eval_every
+        As in :func:`rfm.nets.train`.
+
+    Returns
+    -------
+    MLP
+        The trained network, in eval mode.
+    """
     t, c = class_indices(y, n_classes)
     X = torch.as_tensor(X)
     if X.ndim != 2:
@@ -108,7 +158,20 @@ def fit_mlp_classifier(X, y, n_classes: int, widths, *, init_scale=1.0, activati
 
 @torch.no_grad()
 def predict_classes(net: MLP, X) -> torch.Tensor:
-    """The classes (a CPU long tensor) a network trained by :func:`fit_mlp_classifier` predicts for the rows of X."""
+    """The classes (a CPU long tensor) a network trained by :func:`fit_mlp_classifier` predicts for the rows of X.
+
+    Parameters
+    ----------
+    net : MLP
+        A network from :func:`fit_mlp_classifier`.
+    X : array-like or torch.Tensor, shape (n, d)
+        Inputs.
+
+    Returns
+    -------
+    torch.Tensor of int64, shape (n,)
+        On the CPU.
+    """
     check_mlp(net, "net")
     param = next(net.parameters())
     X = torch.as_tensor(X).to(device=param.device, dtype=param.dtype)

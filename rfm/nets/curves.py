@@ -220,7 +220,23 @@ def count_drops(loss, *, rel_drop: float = 0.1, window: float = 0.05) -> int:
 
 def logistic_mode(t, rate: float, x0: float, x_inf: float):
     """x(t) = x_inf / (1 + (x_inf / x0 - 1) exp(-rate t)), the solution of dx/dt = rate x (1 - x / x_inf) with
-    x(0) = x0: one mode of a small-initialisation factorisation (x = its squared singular value)."""
+    x(0) = x0: one mode of a small-initialisation factorisation (x = its squared singular value).
+
+    Parameters
+    ----------
+    t : float or array-like
+        Times.
+    rate : float
+        > 0.
+    x0 : float
+        x(0) > 0.
+    x_inf : float
+        The limit (> 0).
+
+    Returns
+    -------
+    torch.Tensor, float64, the shape of t
+    """
     check_number("rate", rate, low=0, low_inclusive=False)
     check_number("x0", x0, low=0, low_inclusive=False)
     check_number("x_inf", x_inf, low=0, low_inclusive=False)
@@ -229,7 +245,20 @@ def logistic_mode(t, rate: float, x0: float, x_inf: float):
 
 
 def logistic_onset(rate: float, x0: float, x_inf: float, fraction: float = 0.5) -> float:
-    """The time at which :func:`logistic_mode` reaches ``fraction * x_inf``: log((x_inf/x0 - 1) f / (1 - f)) / rate."""
+    """The time at which :func:`logistic_mode` reaches ``fraction * x_inf``: log((x_inf/x0 - 1) f / (1 - f)) / rate.
+
+    Parameters
+    ----------
+    rate, x0, x_inf : float
+        As in :func:`logistic_mode` (all > 0).
+    fraction : float, default 0.5
+        In (0, 1).
+
+    Returns
+    -------
+    float
+        Negative when x0 is above ``fraction * x_inf``.
+    """
     check_number("rate", rate, low=0, low_inclusive=False)
     check_number("x0", x0, low=0, low_inclusive=False)
     check_number("x_inf", x_inf, low=0, low_inclusive=False)

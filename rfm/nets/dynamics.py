@@ -82,10 +82,15 @@ class _TaylorModel(nn.Module):
 
 
 class LinearizedModel(_TaylorModel):
-    r"""The linearisation f_lin(w) = f(w_0) + J(w_0)(w - w_0) of ``model`` around its current parameters w_0.
+    """The linearisation f_lin(w) = f(w_0) + J(w_0)(w - w_0) of ``model`` around its current parameters w_0.
 
     The parameters of this module are w (a copy of w_0 at construction; ``model`` itself is not changed). Its
     tangent kernel is the network's at initialisation, at every w.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The network (copied; not changed).
 
     Examples
     --------
@@ -100,20 +105,49 @@ class LinearizedModel(_TaylorModel):
     """
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """f(w_0; x) + J(w_0; x)(w - w_0), by one forward-mode derivative.
+
+        Parameters
+        ----------
+        x : torch.Tensor
+            A batch of inputs, as the network takes them.
+
+        Returns
+        -------
+        torch.Tensor
+            The model's output, shaped as the network's.
+        """
         f0, df = jvp(self._f(x), (self._w0(),), (self._delta(),))
         return f0 + df
 
 
 class QuadraticModel(_TaylorModel):
-    r"""The neural quadratic model f_quad(w) = f(w_0) + J(w_0)(w - w_0) + (1/2)(w - w_0)^T H_f(w_0)(w - w_0).
+    """The neural quadratic model f_quad(w) = f(w_0) + J(w_0)(w - w_0) + (1/2)(w - w_0)^T H_f(w_0)(w - w_0).
 
     The second-order Taylor expansion of ``model`` in its parameters around their current values w_0 (Zhu, Liu,
     Radhakrishnan & Belkin, ICLR 2024). The Hessian term is a forward-mode derivative of a forward-mode
     derivative (two nested ``torch.func.jvp``); neither J nor H is formed. A network that is itself quadratic in
     its parameters (a two-layer network with a linear activation) equals its NQM at every w.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The network (copied; not changed).
     """
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """f(w_0; x) + J(w_0; x) Delta + (1/2) Delta^T H(w_0; x) Delta, Delta = w - w_0.
+
+        Parameters
+        ----------
+        x : torch.Tensor
+            A batch of inputs, as the network takes them.
+
+        Returns
+        -------
+        torch.Tensor
+            The model's output, shaped as the network's.
+        """
         f, w0, delta = self._f(x), self._w0(), self._delta()
 
         def directional(w):              # J(w) Delta

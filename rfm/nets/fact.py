@@ -39,7 +39,21 @@ __all__ = ["fact_matrix", "fact_residual", "fact_table", "gradient_norm", "layer
 
 def sample_losses(out: torch.Tensor, Y: torch.Tensor, loss: str = "mse") -> torch.Tensor:
     """The per-sample losses l_i whose mean is :func:`rfm.nets.train`'s loss: (1/c) ‖f_i - y_i‖^2, or the
-    cross-entropy of integer labels; shape (n,)."""
+    cross-entropy of integer labels; shape (n,).
+
+    Parameters
+    ----------
+    out : torch.Tensor, shape (n, c)
+        Outputs.
+    Y : torch.Tensor
+        Targets (n, c) or integer labels (n,).
+    loss : {"mse", "ce"}, default "mse"
+        As in :func:`rfm.nets.train`.
+
+    Returns
+    -------
+    torch.Tensor, shape (n,)
+    """
     check_choice_str("loss", loss, LOSSES)
     if loss == "mse":
         return (out - Y).square().mean(1)
@@ -56,7 +70,26 @@ def _data(model, X, y, loss):
 
 
 def layer_loss_gradients(model: MLP, X, y, layer: int = 0, *, loss: str = "mse"):
-    """(H, G): the layer's inputs h_l(x_i) (n, d_l) and the loss gradients grad_{h_l} l_i (n, d_l), float64."""
+    """(H, G): the layer's inputs h_l(x_i) (n, d_l) and the loss gradients grad_{h_l} l_i (n, d_l), float64.
+
+    Parameters
+    ----------
+    model : MLP
+        The network.
+    X : array-like or torch.Tensor, shape (n, d)
+        Inputs.
+    y : array-like or torch.Tensor
+        Targets (n, c) for "mse", integer labels (n,) for "ce".
+    layer : int, default 0
+        The layer.
+    loss : {"mse", "ce"}, default "mse"
+        As in :func:`rfm.nets.train`.
+
+    Returns
+    -------
+    H : torch.Tensor, float64, shape (n, d_l)
+    G : torch.Tensor, float64, shape (n, d_l)
+    """
     X, Y = _data(model, X, y, loss)
     H = model.layer_input(X, layer).detach().clone().requires_grad_(True)
     with torch.enable_grad():
@@ -67,6 +100,25 @@ def layer_loss_gradients(model: MLP, X, y, layer: int = 0, *, loss: str = "mse")
 
 def fact_matrix(model: MLP, X, y, layer: int = 0, *, weight_decay: float, loss: str = "mse") -> torch.Tensor:
     """FACT_l = -(1/(n lambda)) sum_i grad_{h_l} l_i h_l(x_i)^T, float64 (d_l, d_l), with lambda = ``weight_decay``.
+
+    Parameters
+    ----------
+    model : MLP
+        The network.
+    X : array-like or torch.Tensor, shape (n, d)
+        Inputs.
+    y : array-like or torch.Tensor
+        Targets (n, c) for "mse", integer labels (n,) for "ce".
+    layer : int, default 0
+        The layer.
+    weight_decay : float
+        lambda.
+    loss : {"mse", "ce"}, default "mse"
+        As in :func:`rfm.nets.train`.
+
+    Returns
+    -------
+    torch.Tensor, float64, shape (d_l, d_l)
 
     Examples
     --------
@@ -89,7 +141,27 @@ def _gram(model, layer):
 
 
 def fact_residual(model: MLP, X, y, layer: int = 0, *, weight_decay: float, loss: str = "mse") -> float:
-    """‖W_l^T W_l - FACT_l‖_F / ‖W_l^T W_l‖_F: 0 at a critical point of the weight-decayed loss."""
+    """‖W_l^T W_l - FACT_l‖_F / ‖W_l^T W_l‖_F: 0 at a critical point of the weight-decayed loss.
+
+    Parameters
+    ----------
+    model : MLP
+        The network.
+    X : array-like or torch.Tensor, shape (n, d)
+        Inputs.
+    y : array-like or torch.Tensor
+        Targets (n, c) for "mse", integer labels (n,) for "ce".
+    layer : int, default 0
+        The layer.
+    weight_decay : float
+        lambda.
+    loss : {"mse", "ce"}, default "mse"
+        As in :func:`rfm.nets.train`.
+
+    Returns
+    -------
+    float
+    """
     WtW = _gram(model, layer)
     F = fact_matrix(model, X, y, layer, weight_decay=weight_decay, loss=loss)
     return float((WtW - F).norm() / WtW.norm())
@@ -99,7 +171,30 @@ def fact_table(model: MLP, X, y, *, weight_decay: float, layers=None, loss: str 
                kind: str = "pearson") -> list[dict]:
     """One row per layer: ``layer``, ``fact_corr`` = corr(W^T W, FACT_l), ``nfa_corr`` = corr(W^T W,
     AGOP_l^{1/2}) (AGOP of the network's outputs with respect to the layer input, uncentred) and ``residual``
-    (:func:`fact_residual`); correlations of the flattened matrices (:func:`rfm.metrics.matrix_correlation`)."""
+    (:func:`fact_residual`); correlations of the flattened matrices (:func:`rfm.metrics.matrix_correlation`).
+
+    Parameters
+    ----------
+    model : MLP
+        The network.
+    X : array-like or torch.Tensor, shape (n, d)
+        Inputs.
+    y : array-like or torch.Tensor
+        Targets (n, c) for "mse", integer labels (n,) for "ce".
+    weight_decay : float
+        lambda.
+    layers : iterable of int, optional
+        The layers (default: all).
+    loss : {"mse", "ce"}, default "mse"
+        As in :func:`rfm.nets.train`.
+    kind : {"pearson", "cosine"}, default "pearson"
+        The correlation.
+
+    Returns
+    -------
+    list of dict
+        One per layer.
+    """
     check_mlp(model)
     layers = range(model.n_layers) if layers is None else layers
     rows = []
@@ -115,13 +210,48 @@ def fact_table(model: MLP, X, y, *, weight_decay: float, layers=None, loss: str 
 
 def regularized_loss(model: nn.Module, X, Y, weight_decay: float, loss: str = "mse") -> torch.Tensor:
     """L_lambda = mean_i l_i + (lambda/2) sum of squared parameters (the objective of SGD with ``weight_decay``);
-    X, Y already tensors on the model's device (Y as :func:`rfm.nets.train` prepares it)."""
+    X, Y already tensors on the model's device (Y as :func:`rfm.nets.train` prepares it).
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The network.
+    X, Y : torch.Tensor
+        Data on the model's device.
+    weight_decay : float
+        lambda.
+    loss : {"mse", "ce"}, default "mse"
+        As in :func:`rfm.nets.train`.
+
+    Returns
+    -------
+    torch.Tensor, 0-d
+        Differentiable in the parameters.
+    """
     reg = sum(p.square().sum() for p in model.parameters())
     return sample_losses(model(X), Y, loss).mean() + 0.5 * weight_decay * reg
 
 
 def gradient_norm(model: MLP, X, y, *, weight_decay: float, loss: str = "mse") -> float:
-    """‖grad L_lambda‖, the Euclidean norm over all parameters."""
+    """‖grad L_lambda‖, the Euclidean norm over all parameters.
+
+    Parameters
+    ----------
+    model : MLP
+        The network.
+    X : array-like or torch.Tensor, shape (n, d)
+        Inputs.
+    y : array-like or torch.Tensor
+        Targets (n, c) for "mse", integer labels (n,) for "ce".
+    weight_decay : float
+        lambda.
+    loss : {"mse", "ce"}, default "mse"
+        As in :func:`rfm.nets.train`.
+
+    Returns
+    -------
+    float
+    """
     X, Y = _data(model, X, y, loss)
     with torch.enable_grad():
         grads = torch.autograd.grad(regularized_loss(model, X, Y, weight_decay, loss), list(model.parameters()))
@@ -134,7 +264,34 @@ def polish_lbfgs(model: MLP, X, y, *, weight_decay: float, loss: str = "mse", to
     iterations until ‖grad L_lambda‖ < ``tol`` or ``max_rounds`` rounds; the model is changed in place. Returns one
     record per round: ``round``, ``loss`` (L_lambda) and ``grad_norm``. Use float64 networks for tolerances below
     about 1e-4. ``weight_decay=0`` minimises the plain loss (a control: a network converged without weight decay, to
-    which the FACT does not apply)."""
+    which the FACT does not apply).
+
+    Parameters
+    ----------
+    model : MLP
+        The network.
+    X : array-like or torch.Tensor, shape (n, d)
+        Inputs.
+    y : array-like or torch.Tensor
+        Targets (n, c) for "mse", integer labels (n,) for "ce".
+    weight_decay : float
+        lambda, at least 0 (0: the plain loss).
+    loss : {"mse", "ce"}, default "mse"
+        As in :func:`rfm.nets.train`.
+    tol : float, default 1e-6
+        The gradient-norm target.
+    max_rounds : int, default 50
+        Rounds at most.
+    iters_per_round : int, default 100
+        L-BFGS iterations per round.
+    lr : float, default 1.0
+        L-BFGS's lr.
+
+    Returns
+    -------
+    list of dict
+        One record per round.
+    """
     check_number("weight_decay", weight_decay, low=0)
     check_number("tol", tol, low=0, low_inclusive=False)
     check_number("max_rounds", max_rounds, low=1, integer=True)

@@ -85,7 +85,23 @@ def identity_attention(Z: torch.Tensor, attention: str = "linear", *, causal: bo
 
     out_i = sum_j a_ij z_j over j <= i (``causal``) or all j, with scores <z_i, z_j> normalised by ``attention``:
     "linear" a_ij = <z_i, z_j> / (number of attended tokens), "l1" a_ij = <z_i, z_j> / sum_k abs(<z_i, z_k>),
-    "softmax" a_ij = softmax_j(scale <z_i, z_j>) with ``scale`` 1/sqrt(D) by default (GPT-2's scaling)."""
+    "softmax" a_ij = softmax_j(scale <z_i, z_j>) with ``scale`` 1/sqrt(D) by default (GPT-2's scaling).
+
+    Parameters
+    ----------
+    Z : torch.Tensor, shape (B, L, D)
+        Tokens.
+    attention : {"linear", "l1", "softmax"}, default "linear"
+        The normalisation of the scores.
+    causal : bool, default True
+        Attend to j <= i only.
+    scale : float, optional
+        The softmax scale.
+
+    Returns
+    -------
+    torch.Tensor, shape (B, L, D)
+    """
     if not isinstance(Z, torch.Tensor) or Z.ndim != 3:
         raise ValueError(f"Z must be a tensor of tokens of shape (B, L, D), got "
                          f"{tuple(Z.shape) if isinstance(Z, torch.Tensor) else type(Z).__name__}")
@@ -111,7 +127,21 @@ def psi(prompts: Prompts, attention: str = "linear", *, scale: float | None = No
 
     The scores are <z_q, z_j> = <x_q, x_j>; the last coordinate is the attention-weighted label average, e.g.
     :func:`psi_linear` for ``attention="linear"``, a kernel smoother of the labels for the others. ``scale`` as in
-    :func:`identity_attention` (1/sqrt(d + 1) by default)."""
+    :func:`identity_attention` (1/sqrt(d + 1) by default).
+
+    Parameters
+    ----------
+    prompts : Prompts
+        A batch of B prompts (n context examples in dimension d).
+    attention : {"linear", "l1", "softmax"}, default "linear"
+        The normalisation of the scores.
+    scale : float, optional
+        The softmax scale.
+
+    Returns
+    -------
+    torch.Tensor, shape (B, d + 1)
+    """
     p = check_prompts(prompts)
     _check_attention(attention)
     if scale is None:
@@ -125,7 +155,17 @@ def psi(prompts: Prompts, attention: str = "linear", *, scale: float | None = No
 
 def psi_linear(prompts: Prompts) -> torch.Tensor:
     """psi_linear = (1/n) sum_j y_j <x_j, x_q>, shape (B,): the prediction <w_1, x_q> of one gradient step of size 1
-    from w_0 = 0 on (1/(2n)) sum_j (y_j - <w, x_j>)^2, whose gradient at 0 is -(1/n) sum_j y_j x_j."""
+    from w_0 = 0 on (1/(2n)) sum_j (y_j - <w, x_j>)^2, whose gradient at 0 is -(1/n) sum_j y_j x_j.
+
+    Parameters
+    ----------
+    prompts : Prompts
+        A batch of B prompts (n context examples in dimension d).
+
+    Returns
+    -------
+    torch.Tensor, shape (B,)
+    """
     p = check_prompts(prompts)
     return torch.einsum("bn,bnd,bd->b", p.y, p.X, p.x_query) / p.n_context
 
@@ -136,7 +176,22 @@ def psi_linear_risk(n_context: int, d: int, noise: float = 0.0) -> float:
     With S = (1/n) sum_j x_j x_j^T the error is x_q^T (S - I) w + x_q^T (1/n) sum_j x_j eps_j - eps_q; E over x_q
     and w ~ N(0, I_d) gives tr E (S - I)^2 = d (n + d + 1) / n - d = d (d + 1) / n (Wishart second moment
     E (sum_j x_j x_j^T)^2 = n (n + d + 1) I), the noise terms add noise^2 d / n and noise^2. Divided by d
-    (the error normalised by the label variance d) the noiseless risk is (d + 1) / n."""
+    (the error normalised by the label variance d) the noiseless risk is (d + 1) / n.
+
+    Parameters
+    ----------
+    n_context : int
+        n.
+    d : int
+        The dimension.
+    noise : float, default 0.0
+        The label noise's standard deviation.
+
+    Returns
+    -------
+    float
+        d (d + 1) / n + noise^2 d / n + noise^2.
+    """
     check_number("n_context", n_context, low=1, integer=True)
     check_number("d", d, low=1, integer=True)
     check_number("noise", noise, low=0)
@@ -168,7 +223,29 @@ class PromptMLP(nn.Module):
     ``features`` a tuple from ``("psi", "vec")``: :func:`psi` (d + 1 numbers, with ``attention``), the
     vectorised prompt :func:`vectorise` (n (d + 1) + d numbers), or both concatenated ([psi, vec]). The input
     size depends on n for "vec": a network is built for one context length ``n_context``. ``widths``,
-    ``activation``, ``bias`` (True by default here), ``generator``, ``dtype`` go to the MLP."""
+    ``activation``, ``bias`` (True by default here), ``generator``, ``dtype`` go to the MLP.
+
+    Parameters
+    ----------
+    d : int
+        Input dimension.
+    n_context : int
+        Context length n.
+    features : tuple of {"psi", "vec"}, default ("vec",)
+        The features.
+    widths : sequence of int, default (256,)
+        Hidden widths.
+    attention : {"linear", "l1", "softmax"}, default "linear"
+        The attention of :func:`psi`.
+    activation : str, default "relu"
+        As in :class:`rfm.nets.MLP`.
+    bias : bool, default True
+        Biases.
+    generator : int or torch.Generator, default 0
+        Seeds the initial weights.
+    dtype : str or torch.dtype, default "float32"
+        The dtype.
+    """
 
     def __init__(self, d: int, n_context: int, features=("vec",), widths=(256,), *, attention: str = "linear",
                  activation: str = "relu", bias: bool = True, generator=0, dtype="float32"):
@@ -182,6 +259,22 @@ class PromptMLP(nn.Module):
         self.mlp = MLP(d_in, widths, 1, activation=activation, bias=bias, generator=generator, dtype=dtype)
 
     def featurize(self, prompts: Prompts) -> torch.Tensor:
+        """The network's input: the features of the prompts, concatenated in the order of ``features``.
+
+        Parameters
+        ----------
+        prompts : Prompts
+            A batch of B prompts (n context examples in dimension d).
+
+        Returns
+        -------
+        torch.Tensor, shape (B, d_in)
+
+        Raises
+        ------
+        ValueError
+            If the prompts' n or d differ from the network's.
+        """
         p = check_prompts(prompts)
         if (p.n_context, p.d) != (self.n_context, self.d):
             raise ValueError(f"the prompts have n = {p.n_context} context examples in d = {p.d}, but this network "
@@ -190,6 +283,17 @@ class PromptMLP(nn.Module):
         return torch.cat(parts, dim=1)
 
     def forward(self, prompts: Prompts) -> torch.Tensor:
+        """The predictions of y_q.
+
+        Parameters
+        ----------
+        prompts : Prompts
+            A batch of B prompts (n context examples in dimension d).
+
+        Returns
+        -------
+        torch.Tensor, shape (B,)
+        """
         return self.mlp(self.featurize(prompts)).squeeze(-1)
 
 
@@ -206,7 +310,31 @@ class SGPT(nn.Module):
     and value matrices D x D per block, one head, A(h) = attention(h W_Q^T, h W_K^T) h W_V^T) and ``layer_norm=True``
     (GPT-2's pre-norm: A and the MLP act on LayerNorm(h), and a last LayerNorm before the read-out), e.g.
     ``SGPT(d, embed_dim=64, n_layers=4, attention="softmax", learned_kqv=True, layer_norm=True)``; it has no
-    positional embedding (the causal mask and the query's zero label mark the positions)."""
+    positional embedding (the causal mask and the query's zero label mark the positions).
+
+    Parameters
+    ----------
+    d : int
+        Input dimension.
+    n_layers : int, default 1
+        Blocks.
+    width : int, default 256
+        Hidden width of each block's MLP.
+    embed_dim : int, optional
+        D (None: d + 1 with the identity read-in).
+    attention : {"linear", "l1", "softmax"}, default "l1"
+        As in :func:`identity_attention`.
+    scale : float, optional
+        The softmax scale (default 1/sqrt(D)).
+    learned_kqv : bool, default False
+        Train the query, key and value matrices.
+    layer_norm : bool, default False
+        GPT-2's pre-norm.
+    generator : int or torch.Generator, default 0
+        Seeds the initial weights.
+    dtype : str or torch.dtype, default "float32"
+        The dtype.
+    """
 
     def __init__(self, d: int, *, n_layers: int = 1, width: int = 256, embed_dim: int | None = None,
                  attention: str = "l1", scale: float | None = None, learned_kqv: bool = False,
@@ -243,7 +371,17 @@ class SGPT(nn.Module):
             self.norms = nn.ModuleList([nn.LayerNorm(D, dtype=dt) for _ in range(2 * n_layers + 1)])
 
     def hidden(self, prompts: Prompts) -> torch.Tensor:
-        """The tokens after the last block, shape (B, n + 1, D)."""
+        """The tokens after the last block, shape (B, n + 1, D).
+
+        Parameters
+        ----------
+        prompts : Prompts
+            A batch of B prompts (n context examples in dimension d).
+
+        Returns
+        -------
+        torch.Tensor, shape (B, n + 1, D)
+        """
         p = check_prompts(prompts)
         if p.d != self.d:
             raise ValueError(f"the prompts have d = {p.d} but this SGPT was built for d = {self.d}")
@@ -265,6 +403,17 @@ class SGPT(nn.Module):
         return h
 
     def forward(self, prompts: Prompts) -> torch.Tensor:
+        """The predictions of y_q: the read-out of the query token after the last block.
+
+        Parameters
+        ----------
+        prompts : Prompts
+            A batch of B prompts (n context examples in dimension d).
+
+        Returns
+        -------
+        torch.Tensor, shape (B,)
+        """
         return self.read_out(self.hidden(prompts)[:, -1]).squeeze(-1)
 
 
@@ -274,7 +423,19 @@ class SGPT(nn.Module):
 
 @torch.no_grad()
 def evaluate(model, prompts: Prompts) -> float:
-    """Mean squared error of ``model(prompts)`` against the query labels (prompts cast to the model's dtype)."""
+    """Mean squared error of ``model(prompts)`` against the query labels (prompts cast to the model's dtype).
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        A network on prompts.
+    prompts : Prompts
+        A batch of B prompts (n context examples in dimension d).
+
+    Returns
+    -------
+    float
+    """
     p = check_prompts(prompts)
     param = next(model.parameters())
     p = p.to(param.dtype, param.device)

@@ -35,6 +35,7 @@ from .._checks import (
     check_targets,
     resolve_dtype,
 )
+from .._compat import renamed_keyword
 from ..core.agop import agop
 from ..core.feature_matrix import feature_update
 from ..data.modular import ModularData, check_prime
@@ -248,13 +249,47 @@ class MLP(nn.Module):
         return layer
 
     def weight(self, layer: int) -> torch.Tensor:
+        """The weight matrix W_l of layer ``layer`` (the live parameter, shape (out, in)).
+
+        Parameters
+        ----------
+        layer : int
+            A layer index, 0 to n_layers - 1.
+
+        Returns
+        -------
+        torch.Tensor, shape (k_{l+1}, k_l)
+        """
         return self.layers[self._check_layer(layer)].weight
 
     def initial_weight(self, layer: int) -> torch.Tensor:
+        """W_l at initialisation (a buffer kept at construction).
+
+        Parameters
+        ----------
+        layer : int
+            A layer index, 0 to n_layers - 1.
+
+        Returns
+        -------
+        torch.Tensor, shape (k_{l+1}, k_l)
+        """
         return getattr(self, f"W0_{self._check_layer(layer)}")
 
     def forward_from(self, h: torch.Tensor, layer: int = 0) -> torch.Tensor:
-        """The sub-network f^{(l)}: from the input h of layer ``layer`` to the output, shape (n, d_out)."""
+        """The sub-network f^{(l)}: from the input h of layer ``layer`` to the output, shape (n, d_out).
+
+        Parameters
+        ----------
+        h : torch.Tensor, shape (n, k_l)
+            The input of layer ``layer``.
+        layer : int, default 0
+            The layer.
+
+        Returns
+        -------
+        torch.Tensor, shape (n, d_out)
+        """
         for l in range(self._check_layer(layer), self.n_layers):
             h = self.layers[l](h)
             if l < self.n_layers - 1:
@@ -262,18 +297,48 @@ class MLP(nn.Module):
         return h
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """The network's output f(x): :meth:`forward_from` at layer 0.
+
+        Parameters
+        ----------
+        x : torch.Tensor, shape (n, d_in)
+            Inputs.
+
+        Returns
+        -------
+        torch.Tensor, shape (n, d_out)
+        """
         return self.forward_from(x, 0)
 
     @torch.no_grad()
     def layer_input(self, X: torch.Tensor, layer: int) -> torch.Tensor:
-        """h_l at the rows of X: X itself for layer 0, sigma(W_{l-1} h_{l-1} + b_{l-1}) after."""
+        """h_l at the rows of X: X itself for layer 0, sigma(W_{l-1} h_{l-1} + b_{l-1}) after.
+
+        Parameters
+        ----------
+        X : torch.Tensor, shape (n, d_in)
+            Inputs.
+        layer : int
+            A layer index, 0 to n_layers - 1.
+
+        Returns
+        -------
+        torch.Tensor, shape (n, k_l)
+            Without gradient.
+        """
         h = X
         for l in range(self._check_layer(layer)):
             h = self.act(self.layers[l](h))
         return h
 
     def initial(self) -> MLP:
-        """A copy of the network with its initial weights (and biases) restored."""
+        """A copy of the network with its initial weights (and biases) restored.
+
+        Returns
+        -------
+        MLP
+            A new network.
+        """
         net = copy.deepcopy(self)
         with torch.no_grad():
             for l, lin in enumerate(net.layers):
@@ -598,7 +663,23 @@ def train(model: nn.Module, X, y, *, loss: str = "mse", optimizer="sgd", lr: flo
 def nfm(model: MLP, layer: int = 0, *, subtract_init: bool = False, diagonal: bool = False) -> torch.Tensor:
     """The neural feature matrix W_l^T W_l, or (W_l - W_l^0)^T (W_l - W_l^0) with ``subtract_init`` (float64).
 
-    With ``diagonal``, only its diagonal (the squared column norms of W_l), without forming the d x d matrix."""
+    With ``diagonal``, only its diagonal (the squared column norms of W_l), without forming the d x d matrix.
+
+    Parameters
+    ----------
+    model : MLP
+        The network.
+    layer : int, default 0
+        The layer.
+    subtract_init : bool, default False
+        Use W_l - W_l^0.
+    diagonal : bool, default False
+        Only the diagonal.
+
+    Returns
+    -------
+    torch.Tensor, float64, shape (k_l, k_l) or (k_l,)
+    """
     check_mlp(model)
     check_bool("subtract_init", subtract_init)
     check_bool("diagonal", diagonal)
@@ -608,15 +689,46 @@ def nfm(model: MLP, layer: int = 0, *, subtract_init: bool = False, diagonal: bo
     return W.square().sum(0) if diagonal else W.T @ W
 
 
-def layer_agop(model: MLP, X, layer: int = 0, *, centre: bool = False, power: float = 1.0,
-               normalize: str | None = None, batch_size: int | None = None) -> torch.Tensor:
-    """AGOP of the network with respect to the input of layer ``layer``, at the data X (float64, d_l x d_l).
+def layer_agop(model: MLP, X, layer: int = 0, *, center: bool = False, power: float = 1.0,
+               normalize: str | None = None, batch_size: int | None = None,
+               centre: bool | None = None) -> torch.Tensor:
+    """AGOP of the network with respect to the input of layer ``layer``, at the data X.
 
-    The gradients are those of the sub-network f^{(l)} = :meth:`MLP.forward_from` at h_l(x_i), by :func:`rfm.agop`;
-    ``centre`` subtracts each output's mean gradient, ``power`` and ``normalize`` as in
-    :func:`rfm.feature_update`. Layer 0 gives the usual input AGOP of the whole network."""
+    The gradients are those of the sub-network f^{(l)} = :meth:`MLP.forward_from` at h_l(x_i), by :func:`rfm.agop`.
+    Layer 0 gives the usual input AGOP of the whole network.
+
+    Parameters
+    ----------
+    model : MLP
+        The network.
+    X : array-like or torch.Tensor, shape (n, d)
+        The data (converted to the network's dtype and device).
+    layer : int, default 0
+        The layer whose input the gradients are taken with respect to.
+    center : bool, default False
+        Subtract each output's mean gradient.
+    power : float, default 1.0
+        Matrix power (> 0), as in :func:`rfm.feature_update`.
+    normalize : str or None, default None
+        Normalisation, as in :func:`rfm.feature_update`.
+    batch_size : int or None, default None
+        Rows per backward pass (None: all at once).
+    centre : bool or None, default None
+        Deprecated name of ``center`` (used when given, with a DeprecationWarning).
+
+    Returns
+    -------
+    torch.Tensor, float64, shape (d_l, d_l)
+        d_l the width of the input of layer ``layer``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        If a parameter is of the wrong type or out of range, or X does not have the network's input width.
+    """
+    center = renamed_keyword("rfm.nets.layer_agop", "centre", "center", centre, center)
     check_mlp(model)
-    check_bool("centre", centre)
+    check_bool("center", center)
     check_number("power", power, low=0, low_inclusive=False)
     if normalize is not None:
         check_choice_str("normalize", normalize, NORMALIZE)
@@ -626,12 +738,13 @@ def layer_agop(model: MLP, X, layer: int = 0, *, centre: bool = False, power: fl
     X = check_matrix(X, "X", dtype=param.dtype, device=param.device).detach()
     check_input_features(X, model, "X")
     H = model.layer_input(X, layer)
-    return agop(lambda h: model.forward_from(h, layer), H, batch_size=batch_size, centre=centre, power=power,
+    return agop(lambda h: model.forward_from(h, layer), H, batch_size=batch_size, center=center, power=power,
                 normalize=normalize)
 
 
 def nfa_table(model: MLP, X, *, layers=None, powers=(0.5, 1.0), kinds=("pearson", "cosine"),
-              subtract_init: bool = False, centre: bool = False, batch_size: int | None = None) -> list[dict]:
+              subtract_init: bool = False, center: bool = False, batch_size: int | None = None,
+              centre: bool | None = None) -> list[dict]:
     """The per-layer NFA table: records {"layer", "power", "kind", "trained", "init", "init_nfa"} with
 
     * ``trained``  = corr(NFM_l, AGOP_l(f)^power): the ansatz for the trained network f;
@@ -643,7 +756,35 @@ def nfa_table(model: MLP, X, *, layers=None, powers=(0.5, 1.0), kinds=("pearson"
 
     ``subtract_init`` applies to the trained NFM only (at initialisation it would be 0). ``layers`` defaults to
     every layer but the linear read-out, whose AGOP is exactly W^T W (the gradient of f_c = w_c . h is w_c), so
-    that its correlation with AGOP^1 is 1 by construction. Each layer's AGOP is computed once per network."""
+    that its correlation with AGOP^1 is 1 by construction. Each layer's AGOP is computed once per network.
+
+    Parameters
+    ----------
+    model : MLP
+        The trained network (its initial weights are kept by the MLP).
+    X : array-like or torch.Tensor, shape (n, d)
+        The data the AGOPs average over.
+    layers : sequence of int, optional
+        The layers (default: all but the read-out).
+    powers : sequence of float, default (0.5, 1.0)
+        Powers (> 0) of the AGOP.
+    kinds : sequence of {"pearson", "cosine"}, default ("pearson", "cosine")
+        Correlations, as in :func:`rfm.matrix_correlation`.
+    subtract_init : bool, default False
+        Use W_l - W_l^0 in the trained NFM.
+    center : bool, default False
+        Centre the AGOPs (subtract each output's mean gradient).
+    batch_size : int or None, default None
+        Rows per backward pass.
+    centre : bool or None, default None
+        Deprecated name of ``center`` (used when given, with a DeprecationWarning).
+
+    Returns
+    -------
+    list of dict
+        One record per (layer, power, kind), with float values under "trained", "init" and "init_nfa".
+    """
+    center = renamed_keyword("rfm.nets.nfa_table", "centre", "center", centre, center)
     check_mlp(model)
     layers = range(max(1, model.n_layers - 1)) if layers is None else _check_int_list("layers", layers)
     for l in layers:
@@ -655,7 +796,7 @@ def nfa_table(model: MLP, X, *, layers=None, powers=(0.5, 1.0), kinds=("pearson"
     for kind in kinds:
         check_choice("kinds", kind, KINDS)
     check_bool("subtract_init", subtract_init)
-    check_bool("centre", centre)
+    check_bool("center", center)
     param = next(model.parameters())
     X = check_matrix(X, "X", dtype=param.dtype, device=param.device).detach()
     check_input_features(X, model, "X")
@@ -663,8 +804,8 @@ def nfa_table(model: MLP, X, *, layers=None, powers=(0.5, 1.0), kinds=("pearson"
     rows = []
     for l in layers:
         F, F0 = nfm(model, l, subtract_init=subtract_init), nfm(net0, l)
-        A = layer_agop(model, X, l, centre=centre, batch_size=batch_size)
-        A0 = layer_agop(net0, X, l, centre=centre, batch_size=batch_size)
+        A = layer_agop(model, X, l, center=center, batch_size=batch_size)
+        A0 = layer_agop(net0, X, l, center=center, batch_size=batch_size)
         for p in powers:
             G, G0 = feature_update(A, p), feature_update(A0, p)
             for kind in kinds:
@@ -674,7 +815,22 @@ def nfa_table(model: MLP, X, *, layers=None, powers=(0.5, 1.0), kinds=("pearson"
 
 
 def format_nfa_table(rows: list[dict]) -> str:
-    """The table of :func:`nfa_table` as aligned text, one line per layer, power and kind."""
+    """The table of :func:`nfa_table` as aligned text, one line per layer, power and kind.
+
+    Parameters
+    ----------
+    rows : list of dict
+        The records of :func:`nfa_table`.
+
+    Returns
+    -------
+    str
+
+    Raises
+    ------
+    TypeError, ValueError
+        If rows is not such a list.
+    """
     keys = ("layer", "power", "kind", "init", "trained", "init_nfa")
     if not isinstance(rows, (list, tuple)):
         raise TypeError(f"rows must be the list returned by nfa_table, got {type(rows).__name__}")

@@ -31,7 +31,24 @@ class SLO(torch.optim.Optimizer):
 
     ``params`` are parameter groups, one per layer, each with its ``speed`` C_l (see :func:`layer_groups`), or
     plain parameters (then one group with ``speed``). ``lr`` is eta; ``eps`` = 0 is the paper's rule, and its
-    experiments use eps = 0.1. A group whose gradient is exactly 0 does not move."""
+    experiments use eps = 0.1. A group whose gradient is exactly 0 does not move.
+
+    Parameters
+    ----------
+    params : iterable
+        Parameters, or parameter groups with a ``speed`` each (:func:`layer_groups`).
+    lr : float, default 1e-3
+        eta.
+    speed : float, default 1.0
+        The speed of groups that do not set one.
+    eps : float, default 0.0
+        Added to the gradient norm.
+
+    Raises
+    ------
+    TypeError
+        If params is a single tensor.
+    """
 
     def __init__(self, params, lr: float = 1e-3, *, speed: float = 1.0, eps: float = 0.0):
         check_number("lr", lr, low=0, low_inclusive=False)
@@ -48,6 +65,23 @@ class SLO(torch.optim.Optimizer):
 
     @torch.no_grad()
     def step(self, closure=None):
+        """One step of every parameter group.
+
+        Parameters
+        ----------
+        closure : callable, optional
+            Re-evaluates the model and returns the loss.
+
+        Returns
+        -------
+        torch.Tensor or None
+            The closure's loss, if any.
+
+        Raises
+        ------
+        FloatingPointError
+            If a group's gradient is not finite.
+        """
         loss = None
         if closure is not None:
             with torch.enable_grad():
@@ -73,7 +107,19 @@ class SLO(torch.optim.Optimizer):
 
 def layer_groups(model, speeds) -> list[dict]:
     """One parameter group per layer of an MLP, ``{"params": [...], "speed": C_l}``; ``speeds`` has one C_l per
-    layer, first layer first (e.g. ``(500, 0.002, 0.002)`` for two hidden layers and the read-out)."""
+    layer, first layer first (e.g. ``(500, 0.002, 0.002)`` for two hidden layers and the read-out).
+
+    Parameters
+    ----------
+    model : MLP
+        The network.
+    speeds : sequence of float
+        One C_l per layer.
+
+    Returns
+    -------
+    list of dict
+    """
     if not isinstance(model, nets.MLP):
         raise TypeError(f"model must be an rfm.nets.MLP (one parameter group per layer), got {type(model).__name__}")
     if isinstance(speeds, (str, bytes)) or not hasattr(speeds, "__iter__"):
@@ -100,7 +146,36 @@ def train_full_batch(model, X, y, optimizer: torch.optim.Optimizer, *, steps: in
     given), and ``callback(model, record)`` runs; it may return True to stop. ``train_loss`` is the loss at which
     that step was taken, i.e. before its update (at step 0: the initial loss); the validation loss is measured
     after the update. ``loss`` is "mse" (mean over points
-    and outputs) or "ce", as in :func:`rfm.nets.train`. ``threads`` as there."""
+    and outputs) or "ce", as in :func:`rfm.nets.train`. ``threads`` as there.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The network.
+    X, y : torch.Tensor
+        Training data.
+    optimizer : torch.optim.Optimizer
+        Any optimizer over the model's parameters.
+    steps : int
+        Steps.
+    loss : {"mse", "ce"}, default "mse"
+        The loss.
+    record_every : int, default 1
+        Steps between records.
+    X_val, y_val : torch.Tensor, optional
+        Validation data.
+    metric : callable, optional
+        A validation metric, as in :func:`rfm.nets.train`.
+    callback : callable, optional
+        ``callback(model, record)``; True stops.
+    threads : int, optional
+        As in :func:`rfm.nets.train`.
+
+    Returns
+    -------
+    list of dict
+        The records.
+    """
     if not isinstance(optimizer, torch.optim.Optimizer):
         raise TypeError(f"optimizer must be a torch.optim.Optimizer, got {type(optimizer).__name__}")
     check_number("steps", steps, low=0, integer=True)

@@ -36,6 +36,7 @@ import torch
 from torch import nn
 
 from .._checks import check_choice, check_number
+from .._compat import renamed_keyword
 from ..metrics import fit_scaling_law
 from . import curves
 from .mlp import MLP, check_mlp, check_widths, train
@@ -52,7 +53,23 @@ def _check_scheme(scheme) -> str:
 
 
 def init_std(scheme: str, fan_in: int, fan_out: int, *, readout: bool = False, sigma: float = 1.0) -> float:
-    """The standard deviation of the initial entries of a fan_in -> fan_out layer under ``scheme``."""
+    """The standard deviation of the initial entries of a fan_in -> fan_out layer under ``scheme``.
+
+    Parameters
+    ----------
+    scheme : {"sp", "ntp", "mup", "spectral"}
+        The parametrisation.
+    fan_in, fan_out : int
+        The layer's sizes.
+    readout : bool, default False
+        The last layer (muP scales it by 1 / fan_in).
+    sigma : float, default 1.0
+        The base scale.
+
+    Returns
+    -------
+    float
+    """
     _check_scheme(scheme)
     check_number("fan_in", fan_in, low=1, integer=True)
     check_number("fan_out", fan_out, low=1, integer=True)
@@ -66,7 +83,20 @@ def init_std(scheme: str, fan_in: int, fan_out: int, *, readout: bool = False, s
 
 
 def lr_multiplier(scheme: str, fan_in: int, fan_out: int) -> float:
-    """The factor that multiplies the base learning rate of a fan_in -> fan_out layer under ``scheme``."""
+    """The factor that multiplies the base learning rate of a fan_in -> fan_out layer under ``scheme``.
+
+    Parameters
+    ----------
+    scheme : {"sp", "ntp", "mup", "spectral"}
+        The parametrisation.
+    fan_in, fan_out : int
+        The layer's sizes.
+
+    Returns
+    -------
+    float
+        1 (sp), 1 / fan_in (ntp), fan_out / fan_in (mup, spectral).
+    """
     _check_scheme(scheme)
     check_number("fan_in", fan_in, low=1, integer=True)
     check_number("fan_out", fan_out, low=1, integer=True)
@@ -79,7 +109,33 @@ def lr_multiplier(scheme: str, fan_in: int, fan_out: int) -> float:
 
 def make_mlp(d_in: int, widths, d_out: int = 1, scheme: str = "spectral", *, sigma: float = 1.0,
              activation: str = "relu", generator=0, dtype="float32", device=None) -> MLP:
-    """A bias-free :class:`rfm.nets.MLP` initialised under ``scheme`` (see the module's table), base scale sigma."""
+    """A bias-free :class:`rfm.nets.MLP` initialised under ``scheme`` (see the module's table), base scale sigma.
+
+    Parameters
+    ----------
+    d_in : int
+        Input dimension.
+    widths : sequence of int
+        Hidden widths.
+    d_out : int, default 1
+        Outputs.
+    scheme : {"sp", "ntp", "mup", "spectral"}, default "spectral"
+        The parametrisation.
+    sigma : float, default 1.0
+        The base scale.
+    activation : str, default "relu"
+        As in :class:`rfm.nets.MLP`.
+    generator : int or torch.Generator, default 0
+        Seeds the draws.
+    dtype : str or torch.dtype, default "float32"
+        The dtype.
+    device : torch.device or str, optional
+        The device.
+
+    Returns
+    -------
+    MLP
+    """
     _check_scheme(scheme)
     check_number("sigma", sigma, low=0, low_inclusive=False)
     dims = [int(d_in), *check_widths(widths), int(d_out)]
@@ -93,7 +149,22 @@ def lr_groups(model, scheme: str, lr: float) -> list[dict]:
     """SGD parameter groups of an MLP, one per layer, with the learning rate ``lr * lr_multiplier(...)``.
 
     ``model`` is an :class:`rfm.nets.MLP` or an :class:`OutputScaled` around one. Use them as
-    ``torch.optim.SGD(lr_groups(net, "mup", 0.1))``."""
+    ``torch.optim.SGD(lr_groups(net, "mup", 0.1))``.
+
+    Parameters
+    ----------
+    model : MLP or OutputScaled
+        The network.
+    scheme : {"sp", "ntp", "mup", "spectral"}
+        The parametrisation.
+    lr : float
+        The base learning rate (> 0).
+
+    Returns
+    -------
+    list of dict
+        ``{"params", "lr"}`` per layer.
+    """
     _check_scheme(scheme)
     check_number("lr", lr, low=0, low_inclusive=False)
     net = check_mlp(model.net if isinstance(model, OutputScaled) else model)
@@ -105,21 +176,45 @@ def lr_groups(model, scheme: str, lr: float) -> list[dict]:
 class OutputScaled(nn.Module):
     """``f(x) = (net(x) - net_0(x)) / gamma``: the output scaled down by the feature-learning strength gamma.
 
-    With ``centre`` (the default) the output of the network at initialisation (a frozen copy) is removed, so that
-    f = 0 at the start whatever gamma. ``net`` is an :class:`rfm.nets.MLP`."""
+    With ``center`` (the default) the output of the network at initialisation (a frozen copy) is removed, so that
+    f = 0 at the start whatever gamma.
 
-    def __init__(self, net: MLP, gamma: float = 1.0, *, centre: bool = True):
+    Parameters
+    ----------
+    net : MLP
+        The network.
+    gamma : float, default 1.0
+        The feature-learning strength (> 0).
+    center : bool, default True
+        Subtract the output of the network at initialisation.
+    centre : bool or None, default None
+        Deprecated name of ``center`` (used when given, with a DeprecationWarning).
+    """
+
+    def __init__(self, net: MLP, gamma: float = 1.0, *, center: bool = True, centre: bool | None = None):
         super().__init__()
+        center = renamed_keyword("OutputScaled", "centre", "center", centre, center)
         self.net = check_mlp(net, "net")
         check_number("gamma", gamma, low=0, low_inclusive=False)
         self.gamma = float(gamma)
-        self.centre = bool(centre)
-        self.net0 = copy.deepcopy(net.initial()) if centre else None
+        self.center = bool(center)
+        self.net0 = copy.deepcopy(net.initial()) if center else None
         if self.net0 is not None:
             for q in self.net0.parameters():
                 q.requires_grad_(False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """(net(x) - net_0(x)) / gamma (net(x) / gamma without ``center``).
+
+        Parameters
+        ----------
+        x : torch.Tensor, shape (n, d)
+            Inputs.
+
+        Returns
+        -------
+        torch.Tensor, shape (n, c)
+        """
         out = self.net(x)
         if self.net0 is not None:
             with torch.no_grad():
@@ -143,13 +238,38 @@ def _matrix(W, name="W") -> torch.Tensor:
 
 
 def spectral_norm(W) -> float:
-    """The spectral norm (largest singular value) of a matrix or of an ``nn.Linear``'s weight."""
+    """The spectral norm (largest singular value) of a matrix or of an ``nn.Linear``'s weight.
+
+    Parameters
+    ----------
+    W : torch.Tensor or torch.nn.Linear
+        A matrix, or a layer whose weight is used.
+
+    Returns
+    -------
+    float
+    """
     return float(torch.linalg.matrix_norm(_matrix(W), ord=2))
 
 
 def spectral_norms(model, *, initial: bool = False, change: bool = False) -> list[float]:
     """The spectral norm of every layer's weights W_l of an MLP (of W_l at initialisation with ``initial``, of
-    ``W_l - W_l(0)`` with ``change``)."""
+    ``W_l - W_l(0)`` with ``change``).
+
+    Parameters
+    ----------
+    model : MLP or OutputScaled
+        The network.
+    initial : bool, default False
+        Of the initial weights.
+    change : bool, default False
+        Of W_l - W_l(0).
+
+    Returns
+    -------
+    list of float
+        One per layer.
+    """
     net = check_mlp(model.net if isinstance(model, OutputScaled) else model)
     out = []
     for l in range(net.n_layers):
@@ -161,7 +281,17 @@ def spectral_norms(model, *, initial: bool = False, change: bool = False) -> lis
 
 
 def stable_rank(W) -> float:
-    """``||W||_F^2 / ||W||_2^2``: between 1 (rank one) and the rank; 0 for the zero matrix."""
+    """``||W||_F^2 / ||W||_2^2``: between 1 (rank one) and the rank; 0 for the zero matrix.
+
+    Parameters
+    ----------
+    W : torch.Tensor or torch.nn.Linear
+        A matrix, or a layer whose weight is used.
+
+    Returns
+    -------
+    float
+    """
     M = _matrix(W)
     s = torch.linalg.svdvals(M)
     if float(s[0]) == 0.0:
@@ -174,7 +304,24 @@ def relative_feature_change(before: MLP, after: MLP, X) -> dict:
     """How much the hidden features and the output moved between two copies of one MLP, at the rows of X.
 
     Returns ``{"h1": ||h_1' - h_1|| / ||h_1||, ..., "f": mean |f' - f|}`` for the hidden layers' outputs h_l
-    (after the activation; Frobenius norms over the rows of X)."""
+    (after the activation; Frobenius norms over the rows of X).
+
+    Parameters
+    ----------
+    before, after : MLP
+        Two copies of one network.
+    X : array-like, shape (n, d)
+        Inputs.
+
+    Returns
+    -------
+    dict of float
+
+    Raises
+    ------
+    ValueError
+        If the networks' parameter shapes differ.
+    """
     before, after = check_mlp(before, "before"), check_mlp(after, "after")
     if [w.shape for w in before.parameters()] != [w.shape for w in after.parameters()]:
         raise ValueError("before and after must be the same architecture (two copies of one network)")
@@ -193,7 +340,32 @@ def one_step_change(d_in: int, widths, scheme: str, lr: float, *, sigma: float =
     """One SGD step of a fresh MLP under ``scheme`` on one Gaussian example x ~ N(0, I) with target 1 (MSE).
 
     Returns :func:`relative_feature_change` at x; with ``updates`` also "dW_stable_rank" (the stable rank of each
-    layer's update) and "dW_spectral" (their spectral norms), two SVDs per layer (slow for wide layers)."""
+    layer's update) and "dW_spectral" (their spectral norms), two SVDs per layer (slow for wide layers).
+
+    Parameters
+    ----------
+    d_in : int
+        Input dimension.
+    widths : sequence of int
+        Hidden widths.
+    scheme : {"sp", "ntp", "mup", "spectral"}
+        The parametrisation.
+    lr : float
+        The base learning rate.
+    sigma : float, default 1.0
+        The base scale.
+    generator : int, default 0
+        Seed of the network and the example.
+    activation : str, default "relu"
+        The activation.
+    updates : bool, default False
+        Also the updates' stable ranks and spectral norms.
+
+    Returns
+    -------
+    dict
+        The entries of :func:`relative_feature_change`, and with ``updates`` two lists per layer.
+    """
     g = torch.Generator().manual_seed(int(generator))
     net = make_mlp(d_in, widths, 1, scheme, sigma=sigma, activation=activation, generator=g, dtype="float64")
     x = torch.randn(1, d_in, generator=g, dtype=torch.float64)
@@ -209,7 +381,17 @@ def one_step_change(d_in: int, widths, scheme: str, lr: float, *, sigma: float =
 
 def loglog_slope(x, y) -> float:
     """The least-squares slope of log y against log x (positive x, y): the exponent of
-    :func:`rfm.models.transfer.fit_scaling_law`, the package's one log-log fit."""
+    :func:`rfm.models.transfer.fit_scaling_law`, the package's one log-log fit.
+
+    Parameters
+    ----------
+    x, y : array-like
+        Positive values of the same length.
+
+    Returns
+    -------
+    float
+    """
     return fit_scaling_law(x, y).slope
 
 
@@ -225,7 +407,37 @@ def toy_eta_max(gammas, depth: int, *, steps: int = 3000, target: float = 1.0, l
     All gammas and a log-spaced grid of ``grid`` steps between ``lo`` and ``hi`` run at once (numpy arrays); the
     grid is then refined ``refine`` times around the edge. By symmetry all a_l stay equal (to u), so one scalar is
     simulated per (gamma, step): ``u <- u - eta (f - target) u^(L-1) / gamma``. For L = 1 the edge is 2 gamma^2,
-    two over the curvature 1 / gamma^2."""
+    two over the curvature 1 / gamma^2.
+
+    Parameters
+    ----------
+    gammas : array-like of float
+        Positive gammas.
+    depth : int
+        L.
+    steps : int, default 3000
+        GD steps.
+    target : float, default 1.0
+        The target.
+    lo, hi : float, default 1e-6, 1e6
+        The range of steps searched.
+    grid : int, default 400
+        Grid points.
+    refine : int, default 2
+        Refinements.
+    blowup : float, default 1e6
+        The blow-up factor.
+
+    Returns
+    -------
+    numpy.ndarray of float, shape (len(gammas),)
+        The largest stable step per gamma.
+
+    Raises
+    ------
+    ValueError
+        If a gamma is not positive, or every step of the range is unstable.
+    """
     gammas = np.asarray(gammas, dtype=float).reshape(-1)
     if (gammas <= 0).any():
         raise ValueError(f"gammas must be positive, got {gammas}")
@@ -271,7 +483,32 @@ def mlp_eta_edge(make_model, X, y, *, lrs, steps: int, scheme: str = "mup", blow
 
     A run blows up when its loss becomes non-finite or exceeds ``blowup`` times the initial loss; it stops there.
     The ``lrs`` are run in increasing order; after ``skip_after`` consecutive blow-ups the larger ones are counted
-    as blown up without running them (None runs all)."""
+    as blown up without running them (None runs all).
+
+    Parameters
+    ----------
+    make_model : callable
+        Returns a fresh network.
+    X, y : torch.Tensor
+        Training data.
+    lrs : iterable of float
+        Base learning rates.
+    steps : int
+        GD steps per run.
+    scheme : {"sp", "ntp", "mup", "spectral"}, default "mup"
+        The per-layer rates.
+    blowup : float, default 10.0
+        The blow-up factor.
+    skip_after : int or None, default 2
+        Consecutive blow-ups after which larger rates are skipped.
+    threads : int or None, default 1
+        As in :func:`rfm.nets.train`.
+
+    Returns
+    -------
+    dict
+        As described above.
+    """
     lrs = sorted(float(v) for v in lrs)
     finals, curves = [], []
     for lr in lrs:

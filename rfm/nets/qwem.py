@@ -26,7 +26,24 @@ __all__ = ["analogy_accuracy", "analogy_accuracy_path", "factorization_gd", "fac
 
 def qwem_target(counts, ns_weight: float = 1.0) -> torch.Tensor:
     """M*_ij = 2 (P_ij - q P_i P_j) / (P_ij + q P_i P_j) from symmetric co-occurrence counts (V, V), with
-    P_ij = counts / total, P_i the row sums of P and q = ``ns_weight`` (as in ``qwem.py`` of ``dkarkada/qwem``)."""
+    P_ij = counts / total, P_i the row sums of P and q = ``ns_weight`` (as in ``qwem.py`` of ``dkarkada/qwem``).
+
+    Parameters
+    ----------
+    counts : array-like, shape (V, V)
+        Symmetric non-negative co-occurrence counts.
+    ns_weight : float, default 1.0
+        q.
+
+    Returns
+    -------
+    torch.Tensor, float64, shape (V, V)
+
+    Raises
+    ------
+    ValueError
+        If a count is negative or a word never occurs.
+    """
     C = check_square(counts, "counts", symmetric=True).to(torch.float64)
     if bool((C < 0).any()):
         raise ValueError("counts must be non-negative")
@@ -42,7 +59,19 @@ def qwem_target(counts, ns_weight: float = 1.0) -> torch.Tensor:
 
 def positive_part(M, k: int) -> torch.Tensor:
     """The best rank-``k`` positive semi-definite approximation of symmetric M (Eckart-Young): the top-k eigen-
-    pairs with negative eigenvalues set to 0. It is where 1/4 ||W W^T - M||^2 with W (V, k) ends from small init."""
+    pairs with negative eigenvalues set to 0. It is where 1/4 ||W W^T - M||^2 with W (V, k) ends from small init.
+
+    Parameters
+    ----------
+    M : array-like or torch.Tensor, shape (V, V)
+        A symmetric matrix.
+    k : int
+        The rank.
+
+    Returns
+    -------
+    torch.Tensor, float64, shape (V, V)
+    """
     M = check_square(M, "M", symmetric=True).to(torch.float64)
     check_number("k", k, low=1, high=M.shape[0], integer=True)
     lam, U = torch.linalg.eigh(symmetrize(M))
@@ -54,7 +83,32 @@ def factorization_gd(M, d: int, *, init_scale: float = 1e-6, lr: float = 0.1, st
                      record_every: int = 10, generator=0, W0=None) -> dict:
     """Gradient descent on L(W) = 1/4 ||W W^T - M||_F^2 with W (V, d) from W0 ~ N(0, init_scale^2 / d) (the
     initialisation of ``qwem.py``) or the given ``W0``. Returns {"W", "W0", "steps", "loss", "sq_sv"}: the loss
-    and the squared singular values of W (descending, (T, d)) every ``record_every`` steps (and at 0)."""
+    and the squared singular values of W (descending, (T, d)) every ``record_every`` steps (and at 0).
+
+    Parameters
+    ----------
+    M : array-like or torch.Tensor, shape (V, V)
+        A symmetric matrix.
+    d : int
+        The embedding dimension.
+    init_scale : float, default 1e-6
+        The initial scale.
+    lr : float, default 0.1
+        The step.
+    steps : int, default 1000
+        Steps.
+    record_every : int, default 10
+        Steps between records.
+    generator : int or torch.Generator, default 0
+        Seeds the draws.
+    W0 : array-like, shape (V, d), optional
+        A given start.
+
+    Returns
+    -------
+    dict
+        As described above.
+    """
     M = check_square(M, "M", symmetric=True).to(torch.float64)
     V = M.shape[0]
     check_number("d", d, low=1, high=V, integer=True)
@@ -88,7 +142,31 @@ def factorization_gd(M, d: int, *, init_scale: float = 1e-6, lr: float = 0.1, st
 def factorization_onsets(M, W0, k: int, lr: float, fraction: float = 0.5) -> list[float]:
     """Predicted steps at which the top ``k`` modes of 1/4 ||W W^T - M||^2 reach ``fraction`` of their eigenvalue:
     each mode's squared size x = ||u_j^T W||^2 follows dx/dt = 2 x (lambda_j - x) (:func:`logistic_onset` with
-    rate 2 lambda_j, x0 = ||u_j^T W0||^2), with t = lr * step; modes are taken as uncoupled."""
+    rate 2 lambda_j, x0 = ||u_j^T W0||^2), with t = lr * step; modes are taken as uncoupled.
+
+    Parameters
+    ----------
+    M : array-like or torch.Tensor, shape (V, V)
+        A symmetric matrix.
+    W0 : array-like, shape (V, d)
+        The initial W.
+    k : int
+        Modes.
+    lr : float
+        The step.
+    fraction : float, default 0.5
+        The level, in (0, 1).
+
+    Returns
+    -------
+    list of float
+        One predicted step per mode, by decreasing eigenvalue.
+
+    Raises
+    ------
+    ValueError
+        If one of the top k eigenvalues of M is not positive.
+    """
     M = check_square(M, "M", symmetric=True).to(torch.float64)
     W0 = check_matrix(W0, "W0", dtype=torch.float64)
     check_number("k", k, low=1, high=M.shape[0], integer=True)
@@ -107,7 +185,24 @@ def planted_cooccurrence(n_attributes: int, strengths, *, n_pairs: int | None = 
     frequent), co-occurring with probability P_ij = P_i P_j (1 + sum_k beta_k s_ik s_jk) (beta = ``strengths``,
     sum < 1), so that M* = 2x / (2 + x) with x = sum_k beta_k s_ik s_jk is a function of s_i * s_j and its
     eigenvectors are the Walsh functions of the attributes, the single attributes on top. With ``n_pairs`` the counts are a
-    multinomial sample of that many pairs (symmetrised); else the exact P. Returns {"counts", "signs", "P"}."""
+    multinomial sample of that many pairs (symmetrised); else the exact P. Returns {"counts", "signs", "P"}.
+
+    Parameters
+    ----------
+    n_attributes : int
+        a.
+    strengths : array-like of float, shape (a,)
+        beta, positive with sum below 1.
+    n_pairs : int, optional
+        Sampled pairs (None: the exact P).
+    generator : int or torch.Generator, default 0
+        Seeds the draws.
+
+    Returns
+    -------
+    dict
+        "counts" (V, V), "signs" (V, a), "P" (V, V).
+    """
     check_number("n_attributes", n_attributes, low=1, high=12, integer=True)
     beta = torch.as_tensor(strengths, dtype=torch.float64).reshape(-1)
     if beta.numel() != n_attributes:
@@ -131,7 +226,21 @@ def planted_cooccurrence(n_attributes: int, strengths, *, n_pairs: int | None = 
 
 def planted_analogies(signs, n: int = 200, *, generator=0) -> torch.Tensor:
     """``n`` analogy quadruples (a, b, c, d) over words given by sign vectors: b is a with one attribute k
-    flipped, c another word with a's value of attribute k, d is c with attribute k flipped (a : b :: c : d). (n, 4) integer tensor."""
+    flipped, c another word with a's value of attribute k, d is c with attribute k flipped (a : b :: c : d). (n, 4) integer tensor.
+
+    Parameters
+    ----------
+    signs : array-like, shape (V, a)
+        The words' sign vectors.
+    n : int, default 200
+        Quadruples.
+    generator : int or torch.Generator, default 0
+        Seeds the draws.
+
+    Returns
+    -------
+    torch.Tensor of int64, shape (n, 4)
+    """
     S = check_matrix(signs, "signs")
     V, A = S.shape
     check_number("n", n, low=1, integer=True)
@@ -153,7 +262,20 @@ def planted_analogies(signs, n: int = 200, *, generator=0) -> torch.Tensor:
 
 def analogy_accuracy(E, quads) -> float:
     """The fraction of quadruples (a, b, c, d) for which d is the word whose embedding (rows of ``E``) has the
-    largest cosine with E[b] - E[a] + E[c], the three query words excluded (the usual word2vec rule)."""
+    largest cosine with E[b] - E[a] + E[c], the three query words excluded (the usual word2vec rule).
+
+    Parameters
+    ----------
+    E : array-like, shape (V, d)
+        Embeddings, one row per word.
+    quads : array-like of int, shape (m, 4)
+        Quadruples (a, b, c, d).
+
+    Returns
+    -------
+    float
+        In [0, 1].
+    """
     E = check_matrix(E, "E", dtype=torch.float64)
     Q = torch.as_tensor(quads, dtype=torch.long)
     if Q.ndim != 2 or Q.shape[1] != 4:

@@ -84,7 +84,20 @@ def _normalise_layers(net: MLP):
 
 def random_sphere_direction(model: MLP, generator=0) -> MLP:
     """A copy of ``model`` with every layer replaced by an i.i.d. Gaussian matrix scaled to unit Frobenius norm:
-    a uniformly random point of the product of the layers' spheres (the control for :func:`escape_direction`)."""
+    a uniformly random point of the product of the layers' spheres (the control for :func:`escape_direction`).
+
+    Parameters
+    ----------
+    model : MLP
+        A bias-free network.
+    generator : int or torch.Generator, default 0
+        Seeds the draws.
+
+    Returns
+    -------
+    MLP
+        A new network.
+    """
     net = copy.deepcopy(_check_bias_free(model))
     g = check_generator(generator)
     with torch.no_grad():
@@ -96,7 +109,22 @@ def random_sphere_direction(model: MLP, generator=0) -> MLP:
 
 def escape_objective(model: MLP, X, Y) -> torch.Tensor:
     """g(theta) = <Y, f_theta(X)> / n, the first-order term of the loss decrease near the origin saddle
-    (for the squared loss 1/(2n) ||f(X) - Y||^2, -g is the linear part of the loss in f)."""
+    (for the squared loss 1/(2n) ||f(X) - Y||^2, -g is the linear part of the loss in f).
+
+    Parameters
+    ----------
+    model : MLP
+        The network.
+    X : torch.Tensor, shape (n, d)
+        Inputs.
+    Y : torch.Tensor, shape (n, c)
+        Targets.
+
+    Returns
+    -------
+    torch.Tensor, 0-d
+        Differentiable in the model's parameters.
+    """
     return (Y * model(X)).sum() / X.shape[0]
 
 
@@ -106,7 +134,30 @@ def escape_direction(model: MLP, X, Y, *, steps: int = 2000, lr: float = 1.0, re
     networks whose layers all have unit Frobenius norm, by normalised ascent on each layer's sphere,
     W_l <- (W_l + lr G_l / ||G_l||) / ||...|| with G_l = dg / dW_l (at a maximiser G_l is parallel to W_l, so
     it is a fixed point). ``restarts`` random starts (the first from ``model``'s own weights); the best is kept.
-    Returns {"model", "objective" (history of the best start), "best", "all_best"}."""
+    Returns {"model", "objective" (history of the best start), "best", "all_best"}.
+
+    Parameters
+    ----------
+    model : MLP
+        A bias-free network (the starting point of the first restart).
+    X : array-like, shape (n, d)
+        Inputs.
+    Y : array-like, shape (n, c)
+        Targets.
+    steps : int, default 2000
+        Ascent steps per start.
+    lr : float, default 1.0
+        The step.
+    restarts : int, default 1
+        Starts.
+    generator : int or torch.Generator, default 0
+        Seeds the draws.
+
+    Returns
+    -------
+    dict
+        As described above.
+    """
     model = _check_bias_free(model)
     p = next(model.parameters())
     X = check_matrix(X, "X", dtype=p.dtype, device=p.device)
@@ -138,7 +189,18 @@ def escape_direction(model: MLP, X, Y, *, steps: int = 2000, lr: float = 1.0, re
 
 
 def layer_singular_values(model: MLP) -> list[torch.Tensor]:
-    """The singular values (descending) of every layer's weight matrix, input layer first."""
+    """The singular values (descending) of every layer's weight matrix, input layer first.
+
+    Parameters
+    ----------
+    model : MLP
+        The network.
+
+    Returns
+    -------
+    list of torch.Tensor
+        float64, one per layer.
+    """
     if not isinstance(model, MLP):
         raise TypeError(f"model must be an rfm.nets.MLP, got {type(model).__name__}")
     return [torch.linalg.svdvals(lin.weight.detach().to(torch.float64)) for lin in model.layers]

@@ -51,7 +51,20 @@ def _scalar_outputs(model, X):
 
 def parameter_jacobian(model: nn.Module, X) -> torch.Tensor:
     """The (n, p) Jacobian of a one-output ``model``'s outputs at the rows of X with respect to all its parameters
-    (in the order of ``model.named_parameters()``), by ``torch.func.jacrev`` and ``vmap``."""
+    (in the order of ``model.named_parameters()``), by ``torch.func.jacrev`` and ``vmap``.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        A one-output network.
+    X : array-like or torch.Tensor, shape (n, d)
+        Inputs.
+
+    Returns
+    -------
+    torch.Tensor, shape (n, p)
+        p the number of parameters; in the model's dtype and device.
+    """
     model = check_module(model)
     p0 = next(model.parameters())
     X = check_matrix(X, "X", dtype=p0.dtype, device=p0.device)
@@ -68,7 +81,22 @@ def parameter_jacobian(model: nn.Module, X) -> torch.Tensor:
 
 def empirical_ntk(model: nn.Module, X, Z=None) -> torch.Tensor:
     """The tangent kernel K(x_i, z_j) = <grad_w f(x_i), grad_w f(z_j)> of a one-output ``model`` at its current
-    parameters, an (n, n) matrix for Z None (Z = X), else (n, n_Z)."""
+    parameters, an (n, n) matrix for Z None (Z = X), else (n, n_Z).
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        A one-output network.
+    X : array-like or torch.Tensor, shape (n, d)
+        Inputs.
+    Z : array-like or torch.Tensor, shape (n_Z, d), optional
+        Other inputs (None: X).
+
+    Returns
+    -------
+    torch.Tensor, shape (n, n) or (n, n_Z)
+        In the model's dtype.
+    """
     J = parameter_jacobian(model, X)
     return J @ J.T if Z is None else J @ parameter_jacobian(model, Z).T
 
@@ -83,7 +111,20 @@ def _check_kernel(K, name="K"):
 
 
 def top_ntk_eigen(K: torch.Tensor, k: int = 1):
-    """The k largest eigenvalues (descending) and their eigenvectors (columns) of a symmetric kernel matrix K."""
+    """The k largest eigenvalues (descending) and their eigenvectors (columns) of a symmetric kernel matrix K.
+
+    Parameters
+    ----------
+    K : torch.Tensor, shape (n, n)
+        A symmetric kernel matrix.
+    k : int, default 1
+        How many.
+
+    Returns
+    -------
+    values : torch.Tensor, shape (k,)
+    vectors : torch.Tensor, shape (n, k)
+    """
     K = _check_kernel(K)
     check_number("k", k, low=1, high=K.shape[0], integer=True)
     vals, vecs = torch.linalg.eigh(0.5 * (K + K.T))
@@ -91,20 +132,57 @@ def top_ntk_eigen(K: torch.Tensor, k: int = 1):
 
 
 def sharpness(K: torch.Tensor) -> float:
-    """lambda = lambda_max(K) / n: the top eigenvalue of the Gauss-Newton matrix of L = (1/2n) sum r_i^2."""
+    """lambda = lambda_max(K) / n: the top eigenvalue of the Gauss-Newton matrix of L = (1/2n) sum r_i^2.
+
+    Parameters
+    ----------
+    K : torch.Tensor, shape (n, n)
+        A symmetric kernel matrix.
+
+    Returns
+    -------
+    float
+    """
     K = _check_kernel(K)
     return float(torch.linalg.eigvalsh(0.5 * (K + K.T))[-1]) / K.shape[0]
 
 
 def lr_for_sharpness(c: float, lam: float) -> float:
-    """The learning rate eta = c * 2 / lam: c < 1 is below the linear model's critical rate 2 / lam."""
+    """The learning rate eta = c * 2 / lam: c < 1 is below the linear model's critical rate 2 / lam.
+
+    Parameters
+    ----------
+    c : float
+        The multiple of the critical rate.
+    lam : float
+        The sharpness.
+
+    Returns
+    -------
+    float
+    """
     check_number("c", c, low=0, low_inclusive=False)
     check_number("lam", lam, low=0, low_inclusive=False)
     return 2.0 * float(c) / float(lam)
 
 
 def residual_in_top_eigenspace(K: torch.Tensor, residual, k: int = 1) -> float:
-    """The share ||P_k r||^2 / ||r||^2 of the residual r in the span of K's top-k eigenvectors."""
+    """The share ||P_k r||^2 / ||r||^2 of the residual r in the span of K's top-k eigenvectors.
+
+    Parameters
+    ----------
+    K : torch.Tensor, shape (n, n)
+        A symmetric kernel matrix.
+    residual : array-like, shape (n,)
+        The residual r.
+    k : int, default 1
+        The number of eigenvectors.
+
+    Returns
+    -------
+    float
+        In [0, 1]; 0 for a zero residual.
+    """
     K = _check_kernel(K)
     r = torch.as_tensor(residual, dtype=K.dtype, device=K.device).reshape(-1)
     if r.shape[0] != K.shape[0]:

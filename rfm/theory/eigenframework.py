@@ -87,7 +87,20 @@ def _bisect_log(f, lo: float, hi: float, iters: int = 200) -> float:
 
 def learnabilities(eigvals, kappa: float):
     """L_i = lambda_i / (lambda_i + kappa), the fraction of mode i that KRR learns (the type of ``eigvals`` is kept:
-    a tensor in gives a tensor out)."""
+    a tensor in gives a tensor out).
+
+    Parameters
+    ----------
+    eigvals : array-like of float, shape (P,)
+        The kernel's eigenvalues lambda_i.
+    kappa : float
+        The effective regularisation.
+
+    Returns
+    -------
+    array or tensor, shape (P,)
+        Of the type of eigvals.
+    """
     kappa = check_number("kappa", kappa, low=0)
     if isinstance(eigvals, torch.Tensor):
         return eigvals / (eigvals + kappa)
@@ -100,7 +113,27 @@ def effective_regularization(eigvals, n: float, ridge: float = 0.0) -> float:
 
     With ``ridge = 0`` and n larger than the number of positive eigenvalues p, ridgeless regression is least squares
     on p modes and kappa = 0 (every mode learnt, E_0 = n / (n - p)); n = p is the interpolation threshold, where
-    the risk diverges: an error."""
+    the risk diverges: an error.
+
+    Parameters
+    ----------
+    eigvals : array-like of float, shape (P,)
+        The kernel's eigenvalues lambda_i.
+    n : float
+        Samples.
+    ridge : float, default 0.0
+        The ridge.
+
+    Returns
+    -------
+    float
+        kappa (0 in the least-squares case).
+
+    Raises
+    ------
+    ValueError
+        At the interpolation threshold (ridge 0 and n equal to the number of positive eigenvalues).
+    """
     lam = _spectrum(eigvals)
     n = check_number("n", n, low=0, low_inclusive=False)
     ridge = check_number("ridge", ridge, low=0)
@@ -117,7 +150,19 @@ def effective_regularization(eigvals, n: float, ridge: float = 0.0) -> float:
 
 
 class KRRRisk(NamedTuple):
-    """The eigenframework's prediction for KRR: test risk, training risk, effective regularisation, E_0."""
+    """The eigenframework's prediction for KRR: test risk, training risk, effective regularisation, E_0.
+
+    Parameters
+    ----------
+    test : float
+        The test risk (with the noise).
+    train : float
+        The training risk.
+    kappa : float
+        The effective regularisation.
+    e0 : float
+        The overfitting coefficient E_0.
+    """
 
     test: float
     train: float
@@ -130,6 +175,23 @@ def krr_risk(eigvals, coeffs, n: float, ridge: float = 0.0, noise: float = 0.0) 
 
     ``coeffs`` are the target's coefficients in the eigenbasis (v_i), ``noise`` the label-noise variance sigma^2.
     The test risk includes the noise (it is the mean squared error against noisy test labels).
+
+    Parameters
+    ----------
+    eigvals : array-like of float, shape (P,)
+        The kernel's eigenvalues lambda_i.
+    coeffs : array-like of float, shape (P,)
+        The target's coefficients v_i in the eigenbasis.
+    n : float
+        Samples.
+    ridge : float, default 0.0
+        The ridge.
+    noise : float, default 0.0
+        The label-noise variance sigma^2.
+
+    Returns
+    -------
+    KRRRisk
 
     Examples
     --------
@@ -150,7 +212,19 @@ def krr_risk(eigvals, coeffs, n: float, ridge: float = 0.0, noise: float = 0.0) 
 
 
 class RFRisk(NamedTuple):
-    """The RF eigenframework's prediction: test risk, kappa, gamma and the overfitting coefficient E."""
+    """The RF eigenframework's prediction: test risk, kappa, gamma and the overfitting coefficient E.
+
+    Parameters
+    ----------
+    test : float
+        The test risk.
+    kappa : float
+        The effective regularisation.
+    gamma : float
+        The RF eigenframework's gamma.
+    e : float
+        The overfitting coefficient E.
+    """
 
     test: float
     kappa: float
@@ -162,7 +236,32 @@ def rf_risk(eigvals, coeffs, n: float, k: float, ridge: float = 0.0, noise: floa
     """Predicted test risk of ridge regression on k random features whose kernel limit has eigenvalues ``eigvals``.
 
     The equations are those of the authors' code (module docstring). ``k = inf`` gives :func:`krr_risk`. At ``ridge
-    = 0`` and n = k the risk diverges (the interpolation peak): an error."""
+    = 0`` and n = k the risk diverges (the interpolation peak): an error.
+
+    Parameters
+    ----------
+    eigvals : array-like of float, shape (P,)
+        The kernel's eigenvalues lambda_i.
+    coeffs : array-like of float, shape (P,)
+        The target's coefficients v_i in the eigenbasis.
+    n : float
+        Samples.
+    k : float
+        Random features (inf: the kernel limit).
+    ridge : float, default 0.0
+        The ridge.
+    noise : float, default 0.0
+        The label-noise variance.
+
+    Returns
+    -------
+    RFRisk
+
+    Raises
+    ------
+    ValueError
+        At ridge 0 and n = k.
+    """
     lam = _spectrum(eigvals)
     v = _coeffs(coeffs, lam.size)
     n = check_number("n", n, low=0, low_inclusive=False)
@@ -201,7 +300,20 @@ def rf_risk(eigvals, coeffs, n: float, k: float, ridge: float = 0.0, noise: floa
 
 def optimal_ridge(risk, ridges):
     """The ridge of ``ridges`` with the smallest value of ``risk`` (a callable ridge -> risk, or an array of risks
-    aligned with ``ridges``): returns (ridge, risk, index)."""
+    aligned with ``ridges``): returns (ridge, risk, index).
+
+    Parameters
+    ----------
+    risk : callable or array-like
+        ridge -> risk, or risks aligned with ``ridges``.
+    ridges : array-like of float, shape (R,)
+        Ridges delta >= 0.
+
+    Returns
+    -------
+    ridge, risk : float
+    index : int
+    """
     ridges = np.asarray(ridges, dtype=float).ravel()
     if ridges.size == 0:
         raise ValueError("ridges must hold at least one ridge")
@@ -217,7 +329,25 @@ def cost_of_overfitting(eigvals, coeffs, n: float, noise: float, ridges=None) ->
 
     ``ridges`` (default: 0 and 121 values log-spaced over 24 decades around the spectrum's scale) is the path on
     which the optimum is sought. In the eigenframework C(n) <= E_0(ridge 0): the bias term grows with the ridge and
-    E_0 >= 1 (a consequence of the formulas, checked in the tests)."""
+    E_0 >= 1 (a consequence of the formulas, checked in the tests).
+
+    Parameters
+    ----------
+    eigvals : array-like of float, shape (P,)
+        The kernel's eigenvalues lambda_i.
+    coeffs : array-like of float, shape (P,)
+        The target's coefficients v_i in the eigenbasis.
+    n : float
+        Samples.
+    noise : float
+        The label-noise variance.
+    ridges : array-like of float, optional
+        The path.
+
+    Returns
+    -------
+    C, e0 : float
+    """
     lam = _spectrum(eigvals)
     if ridges is None:
         ridges = np.concatenate([[0.0], lam.sum() * np.logspace(-12, 12, 121)])
@@ -229,7 +359,24 @@ def cost_of_overfitting(eigvals, coeffs, n: float, noise: float, ridges=None) ->
 def power_law_task(P: int, alpha: float, beta: float, *, noise: float = 0.0):
     """Eigenvalues lambda_i = i^-alpha and target coefficients v_i^2 proportional to i^-beta (normalised to
     sum v_i^2 = 1), i = 1..P: the power-law tasks of the "more is better" paper. Returns (eigvals, coeffs, noise)
-    as float64 numpy arrays and the noise variance."""
+    as float64 numpy arrays and the noise variance.
+
+    Parameters
+    ----------
+    P : int
+        Modes.
+    alpha : float
+        The eigenvalue decay.
+    beta : float
+        The coefficient decay.
+    noise : float, default 0.0
+        The noise variance.
+
+    Returns
+    -------
+    eigvals, coeffs : numpy.ndarray of float64, shape (P,)
+    noise : float
+    """
     P = check_number("P", P, low=1, integer=True)
     alpha = check_number("alpha", alpha, low=0, low_inclusive=False)
     beta = check_number("beta", beta, low=0, low_inclusive=False)
@@ -243,7 +390,19 @@ def spectral_task(K, f):
     """Eigenvalues and target coefficients of a task given by a kernel matrix on a pool of N points (taken as the
     population) and the target's values f on them: lambda_i = eig(K) / N, v_i = u_i . f / sqrt(N) (eigenvalues in
     decreasing order). Then the eigenframework with these values predicts KRR with K on n points drawn from the
-    pool, with the ridge added to the n x n kernel matrix."""
+    pool, with the ridge added to the n x n kernel matrix.
+
+    Parameters
+    ----------
+    K : array-like or torch.Tensor, shape (N, N)
+        The kernel matrix on the pool.
+    f : array-like, shape (N,)
+        The target's values.
+
+    Returns
+    -------
+    eigvals, coeffs : numpy.ndarray of float64, shape (N,)
+    """
     K = torch.as_tensor(K, dtype=torch.float64)
     f = torch.as_tensor(f, dtype=torch.float64).reshape(-1)
     if K.ndim != 2 or K.shape[0] != K.shape[1]:
@@ -263,6 +422,15 @@ class RidgePath:
     alpha = U diag(1 / (s + delta)) U^T y; at delta = 0 the eigen-directions with s below ``rtol`` times the largest
     are dropped (the minimum-norm interpolant, or least squares when K is singular). Every method takes an array of
     ridges and returns one column per ridge.
+
+    Parameters
+    ----------
+    K : array-like or torch.Tensor, shape (n, n)
+        The symmetric kernel matrix.
+    y : array-like or torch.Tensor, shape (n,)
+        Targets.
+    rtol : float, default 1e-12
+        The relative cut-off of the eigenvalues at delta = 0.
 
     Examples
     --------
@@ -295,18 +463,50 @@ class RidgePath:
         return 1.0 / (self.s[:, None] + r[None, :])                  # (rank, R)
 
     def coefficients(self, ridges) -> torch.Tensor:
-        """alpha(delta) for each ridge: shape (n, R)."""
+        """alpha(delta) for each ridge: shape (n, R).
+
+        Parameters
+        ----------
+        ridges : array-like of float, shape (R,)
+            Ridges delta >= 0.
+
+        Returns
+        -------
+        torch.Tensor, float64, shape (n, R)
+        """
         return self.U @ (self._weights(ridges) * self.c[:, None])
 
     def train_mse(self, ridges) -> torch.Tensor:
-        """Mean squared training error (ridge delta: the residual y - K alpha) per ridge: shape (R,)."""
+        """Mean squared training error (ridge delta: the residual y - K alpha) per ridge: shape (R,).
+
+        Parameters
+        ----------
+        ridges : array-like of float, shape (R,)
+            Ridges delta >= 0.
+
+        Returns
+        -------
+        torch.Tensor, float64, shape (R,)
+        """
         r = torch.as_tensor(np.asarray(ridges, dtype=float).ravel(), dtype=torch.float64)
         shrink = r[None, :] * self._weights(ridges)                  # delta / (s + delta)
         outside = (self.y @ self.y - self.c @ self.c).clamp_min(0.0)  # the part of y outside K's range
         return (((shrink * self.c[:, None]) ** 2).sum(0) + outside) / self.y.numel()
 
     def predict(self, K_test, ridges) -> torch.Tensor:
-        """Predictions K_test alpha(delta) on test points (K_test: m x n kernel against the training points)."""
+        """Predictions K_test alpha(delta) on test points (K_test: m x n kernel against the training points).
+
+        Parameters
+        ----------
+        K_test : array-like or torch.Tensor, shape (m, n)
+            The test kernel.
+        ridges : array-like of float, shape (R,)
+            Ridges delta >= 0.
+
+        Returns
+        -------
+        torch.Tensor, float64, shape (m, R)
+        """
         return torch.as_tensor(K_test, dtype=torch.float64) @ self.coefficients(ridges)
 
 
@@ -319,7 +519,29 @@ def gaussian_design_risks(eigvals, coeffs, n: int, ridges, *, k: int | None = No
     features Phi(x) = G Lambda^(1/2) x / sqrt(k), G with N(0, 1) entries, whose kernel tends to the same limit as k
     grows (the construction of the "more is better" paper's Gaussian experiments). The learnt function is linear,
     f(x) = u . x, so its test risk is exact: ``norm(u - v)^2 + sigma^2`` (no test set). Returns two arrays, one value per
-    ridge."""
+    ridge.
+
+    Parameters
+    ----------
+    eigvals : array-like of float, shape (P,)
+        The kernel's eigenvalues lambda_i.
+    coeffs : array-like of float, shape (P,)
+        The target's coefficients v_i in the eigenbasis.
+    n : int
+        Samples.
+    ridges : array-like of float, shape (R,)
+        Ridges delta >= 0.
+    k : int, optional
+        Random features (None: the kernel limit).
+    noise : float, default 0.0
+        The label-noise variance sigma^2.
+    generator : int or torch.Generator, optional
+        Seeds the draws.
+
+    Returns
+    -------
+    test, train : numpy.ndarray of float64, shape (R,)
+    """
     lam = _spectrum(eigvals)
     v = torch.as_tensor(_coeffs(coeffs, lam.size))
     n = check_number("n", n, low=1, integer=True)

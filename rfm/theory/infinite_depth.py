@@ -77,6 +77,21 @@ class DualActivation:
     ``psi`` and ``dpsi`` are the dual and its derivative (on tensors); ``one_minus(u)`` is 1 - psi(1 - u) computed
     without cancellation for small u; ``lead = (c, m)`` is psi's leading term c t^m at t = 0 (m = 0 when
     psi(0) != 0); ``hermite`` holds the coefficients {k: c_k} of psi(t) = sum c_k t^k when psi is a polynomial.
+
+    Parameters
+    ----------
+    name : str
+        The name.
+    psi, dpsi : callable
+        The dual and its derivative.
+    one_minus : callable
+        u -> 1 - psi(1 - u).
+    lead : tuple (float, int)
+        (c, m).
+    hermite : dict or None, default None
+        The polynomial coefficients.
+    sine_a : float or None, default None
+        The frequency a of the sine family.
     """
 
     name: str
@@ -91,7 +106,17 @@ class DualActivation:
         return self.psi(t)
 
     def activation(self, x):
-        """The activation sigma whose dual is psi (E[sigma(u)^2] = 1 for u ~ N(0, 1)), on a tensor or array."""
+        """The activation sigma whose dual is psi (E[sigma(u)^2] = 1 for u ~ N(0, 1)), on a tensor or array.
+
+        Parameters
+        ----------
+        x : float, array-like or torch.Tensor
+            Inputs.
+
+        Returns
+        -------
+        torch.Tensor, float64, the shape of x
+        """
         xt = torch.as_tensor(x, dtype=torch.float64)
         if self.hermite is not None:
             out = torch.zeros_like(xt)
@@ -192,6 +217,20 @@ TUNED = {2: ("sine_1", "2d_opt"), 3: ("sine_2.676", "3d_opt"), 5: ("sine_6.13539
 def get_dual(name) -> DualActivation:
     """A dual activation by name: a key of ``DUALS``, ``"sine_<a>"`` (a > 0) or ``"hermite_<k>"`` (k >= 1).
 
+    Parameters
+    ----------
+    name : str or DualActivation
+        The name (an instance is returned as it is).
+
+    Returns
+    -------
+    DualActivation
+
+    Raises
+    ------
+    TypeError
+        If ``name`` is neither a string nor a DualActivation.
+
     Examples
     --------
     >>> import torch
@@ -223,6 +262,15 @@ def singular_exponent(act) -> float:
     """gamma = log psi'(0) / (-log psi'(1)): the deep kernel behaves as (1 - t)^(-gamma) ~ ``||x - z||^(-2 gamma)``.
 
     Infinite when psi'(0) = 0 (the 1-NN limit); NaN when psi'(1) <= 1 (no singular limit: ReLU's majority vote).
+
+    Parameters
+    ----------
+    act : str or DualActivation
+        The dual activation (:func:`get_dual`).
+
+    Returns
+    -------
+    float
     """
     act = get_dual(act)
     one, zero = torch.ones((), dtype=torch.float64), torch.zeros((), dtype=torch.float64)
@@ -236,7 +284,13 @@ def singular_exponent(act) -> float:
 
 class DeepKernel(NamedTuple):
     """psi^{oL}(t) as ``value`` (may underflow to 0), ``log_abs`` = log|value| (exact below 1e-100), ``sign``, and
-    ``gap`` = 1 - value (exact near 1). :func:`deep_dual_kernel` continues the composition from one."""
+    ``gap`` = 1 - value (exact near 1). :func:`deep_dual_kernel` continues the composition from one.
+
+    Parameters
+    ----------
+    value, log_abs, sign, gap : torch.Tensor
+        As above, of one shape.
+    """
 
     value: torch.Tensor
     log_abs: torch.Tensor
@@ -247,7 +301,24 @@ class DeepKernel(NamedTuple):
 def cosines(X, Z):
     """The cosines <x_i, z_j> (n, m) of unit vectors and their exact gaps 1 - <x_i, z_j> = ``||x_i - z_j||^2`` / 2.
 
-    Rows must have unit norm (to 1e-8)."""
+    Rows must have unit norm (to 1e-8).
+
+    Parameters
+    ----------
+    X : torch.Tensor, shape (n, d)
+        Unit rows.
+    Z : torch.Tensor, shape (m, d)
+        Unit rows.
+
+    Returns
+    -------
+    t, gap : torch.Tensor, float64, shape (n, m)
+
+    Raises
+    ------
+    ValueError
+        If a row does not have unit norm.
+    """
     X = check_matrix(X, "X", dtype=torch.float64)
     Z = check_matrix(Z, "Z", dtype=torch.float64, device=X.device)
     if X.shape[1] != Z.shape[1]:
@@ -272,10 +343,13 @@ def deep_dual_kernel(t, act, depth: int, *, gap=None) -> DeepKernel:
     depth : int
         Number of compositions L >= 0.
     gap : torch.Tensor, optional
-        1 - t computed exactly, e.g. ``||x - z||^2 / 2`` (:func:`cosines`); default 1 - t.
+        1 - t computed exactly, e.g. ``||x - z||^2 / 2`` (:func:`cosines`); default 1 - t. Ignored when ``t`` is
+        a :class:`DeepKernel`: the composition then continues from it, so that a sweep over depths composes once.
 
-    ``t`` may also be a :class:`DeepKernel`: the composition continues from it (``gap`` is then ignored), so that
-    a sweep over depths composes once.
+    Returns
+    -------
+    DeepKernel
+        Of t's shape.
     """
     act = get_dual(act)
     depth = int(check_number("depth", depth, low=0, integer=True))
@@ -346,6 +420,19 @@ def dual_ntk(t, act, depth: int) -> torch.Tensor:
     The recursion of the authors' ``ntk_kernel``; for ``act = "relu"`` it is :func:`rfm.core.ntk.relu_ntk` with
     unit norms and no biases (the same recursion), which this function calls. No log domain: for the duals with
     psi'(0) > 0 at moderate depth and for ReLU (whose values grow like L) it is not needed.
+
+    Parameters
+    ----------
+    t : torch.Tensor
+        Cosines in [-1, 1].
+    act : str or DualActivation
+        The dual activation (:func:`get_dual`).
+    depth : int
+        L (>= 0).
+
+    Returns
+    -------
+    torch.Tensor, float64, the shape of t
     """
     act = get_dual(act)
     depth = int(check_number("depth", depth, low=0, integer=True))
@@ -383,7 +470,22 @@ def _sign(f):
 
 
 def one_nn(X_train, y_train, X_test) -> torch.Tensor:
-    """The 1-nearest-neighbour classifier (Euclidean distance): the label of each test point's nearest training point."""
+    """The 1-nearest-neighbour classifier (Euclidean distance): the label of each test point's nearest training point.
+
+    Parameters
+    ----------
+    X_train : torch.Tensor, shape (n, d)
+        Training points.
+    y_train : torch.Tensor, shape (n,)
+        Their labels (+1 / -1).
+    X_test : torch.Tensor, shape (m, d)
+        Test points.
+
+    Returns
+    -------
+    torch.Tensor, shape (m,)
+        The predicted labels.
+    """
     X_train = check_matrix(X_train, "X_train", dtype=torch.float64)
     X_test = check_matrix(X_test, "X_test", dtype=torch.float64, device=X_train.device)
     y = _labels(y_train, len(X_train)).to(X_train.device)
@@ -391,7 +493,19 @@ def one_nn(X_train, y_train, X_test) -> torch.Tensor:
 
 
 def majority_vote(y_train, n_test: int) -> torch.Tensor:
-    """The majority vote: every test point gets the more frequent training label (-1 on a tie, as the code)."""
+    """The majority vote: every test point gets the more frequent training label (-1 on a tie, as the code).
+
+    Parameters
+    ----------
+    y_train : torch.Tensor, shape (n,)
+        Labels (+1 / -1).
+    n_test : int
+        Test points.
+
+    Returns
+    -------
+    torch.Tensor, shape (n_test,)
+    """
     y = torch.as_tensor(y_train, dtype=torch.float64).reshape(-1)
     y = _labels(y, y.numel())
     n_test = int(check_number("n_test", n_test, low=0, integer=True))
@@ -404,6 +518,22 @@ def hilbert_estimate(X_train, y_train, X_test, dim: int | None = None) -> torch.
 
     ``dim`` defaults to the dimension of the sphere, d - 1 for points in R^d (the code's ``devroye_classifier``:
     "dimension corrected by subtracting 1"). The weights are computed in the log domain, rescaled per test point.
+
+    Parameters
+    ----------
+    X_train : torch.Tensor, shape (n, d)
+        Training points.
+    y_train : torch.Tensor, shape (n,)
+        Their labels (+1 / -1).
+    X_test : torch.Tensor, shape (m, d)
+        Test points.
+    dim : int, optional
+        The exponent (default d - 1).
+
+    Returns
+    -------
+    torch.Tensor, shape (m,)
+        +1 / -1.
     """
     X_train = check_matrix(X_train, "X_train", dtype=torch.float64)
     X_test = check_matrix(X_test, "X_test", dtype=torch.float64, device=X_train.device)
@@ -422,6 +552,22 @@ def interpolate_sign(K_train, y_train, K_test: DeepKernel, info: dict | None = N
     :class:`DeepKernel` (its log domain keeps the prediction exact where the values underflow). ``info``, a dict,
     receives the solver's ``"method"``: ``"lu"``, or ``"lstsq"`` where K_train is numerically singular (then
     :func:`rfm.core.solvers.solve_krr` warns and the machine fits the labels in least squares, not exactly).
+
+    Parameters
+    ----------
+    K_train : torch.Tensor, shape (n, n)
+        The training kernel.
+    y_train : torch.Tensor, shape (n,)
+        Labels.
+    K_test : DeepKernel
+        The (m, n) test kernel.
+    info : dict, optional
+        Receives ``"method"``.
+
+    Returns
+    -------
+    torch.Tensor, shape (m,)
+        +1 / -1.
     """
     y = _labels(y_train, K_train.shape[0])
     alpha, method = solve_krr(K_train, y.to(K_train.device), 0.0, method="lu", check_symmetric=False)
@@ -435,7 +581,18 @@ def interpolate_sign(K_train, y_train, K_test: DeepKernel, info: dict | None = N
 
 
 def agreement(a, b) -> float:
-    """The share of points on which two label vectors agree."""
+    """The share of points on which two label vectors agree.
+
+    Parameters
+    ----------
+    a, b : array-like, shape (n,)
+        Labels.
+
+    Returns
+    -------
+    float
+        In [0, 1].
+    """
     a, b = torch.as_tensor(a).reshape(-1), torch.as_tensor(b).reshape(-1)
     if a.shape != b.shape:
         raise ValueError(f"label vectors of different lengths: {a.numel()} and {b.numel()}")
@@ -448,6 +605,28 @@ def depth_sweep(X_train, y_train, X_test, act, depths, *, ntk: bool = False, met
     NNGP (``ntk=False``): psi^{oL} with :func:`deep_dual_kernel`, predicted with :func:`interpolate_sign`;
     NTK (``ntk=True``): :func:`dual_ntk` at each depth (no log domain). Returns {depth: labels}; ``methods``, a
     dict, receives {depth: solver method} (see :func:`interpolate_sign`).
+
+    Parameters
+    ----------
+    X_train : torch.Tensor, shape (n, d)
+        Training points.
+    y_train : torch.Tensor, shape (n,)
+        Their labels (+1 / -1).
+    X_test : torch.Tensor, shape (m, d)
+        Test points.
+    act : str or DualActivation
+        The dual activation (:func:`get_dual`).
+    depths : iterable of int
+        Depths, in any order.
+    ntk : bool, default False
+        The NTK instead of the NNGP.
+    methods : dict, optional
+        Receives the solver methods.
+
+    Returns
+    -------
+    dict
+        {depth: labels (m,)}.
     """
     depths = sorted(int(check_number("depths", d, low=0, integer=True)) for d in depths)
     tr, gtr = cosines(X_train, X_train)

@@ -55,7 +55,17 @@ class InversionRun(NamedTuple):
 
     ``X`` is the last iterate (the input's dtype and device); ``errors`` the residual ``|``||I - A X||``|_F`` before the first
     step and after each step (Newton--Schulz) or epoch (SGD), a float64 CPU tensor; ``diverged`` is True when the
-    error passed ``blowup`` or stopped being finite (the run stopped there)."""
+    error passed ``blowup`` or stopped being finite (the run stopped there).
+
+    Parameters
+    ----------
+    X : torch.Tensor, shape (d, d)
+        The last iterate.
+    errors : torch.Tensor, float64
+        The residuals.
+    diverged : bool
+        Whether the run diverged.
+    """
 
     X: torch.Tensor
     errors: torch.Tensor
@@ -63,7 +73,17 @@ class InversionRun(NamedTuple):
 
 
 class OrderFit(NamedTuple):
-    """Least-squares fit log e_{t+1} = order * log e_t + log_constant over ``pairs`` consecutive pairs."""
+    """Least-squares fit log e_{t+1} = order * log e_t + log_constant over ``pairs`` consecutive pairs.
+
+    Parameters
+    ----------
+    order : float
+        The slope p.
+    log_constant : float
+        log C.
+    pairs : int
+        The pairs used.
+    """
 
     order: float
     log_constant: float
@@ -82,7 +102,19 @@ def _check_pair(A, X0):
 
 
 def residual_norm(A, X) -> float:
-    """``|``||I - A X||``|_F``, the error of X as an inverse of A (zero exactly at X = A^{-1})."""
+    """``|``||I - A X||``|_F``, the error of X as an inverse of A (zero exactly at X = A^{-1}).
+
+    Parameters
+    ----------
+    A : array-like or torch.Tensor, shape (d, d)
+        The matrix.
+    X : array-like or torch.Tensor, shape (d, d)
+        A candidate inverse.
+
+    Returns
+    -------
+    float
+    """
     A, X = _check_pair(A, X)
     eye = torch.eye(A.shape[0], dtype=A.dtype, device=A.device)
     return float(torch.linalg.matrix_norm(eye - A @ X))
@@ -99,7 +131,25 @@ def newton_schulz(A, X0, steps: int, *, tol: float | None = None, blowup: float 
     """Newton--Schulz: X <- 2 X - X A X, so that I - A X_{t+1} = (I - A X_t)^2 exactly.
 
     It converges to A^{-1} if and only if the spectral radius of I - A X_0 is below 1, and then quadratically.
-    ``steps`` is the most steps; the run stops early once the error is at most ``tol``, or above ``blowup``."""
+    ``steps`` is the most steps; the run stops early once the error is at most ``tol``, or above ``blowup``.
+
+    Parameters
+    ----------
+    A : array-like or torch.Tensor, shape (d, d)
+        The matrix.
+    X0 : array-like or torch.Tensor, shape (d, d)
+        The initial iterate.
+    steps : int
+        The most steps.
+    tol : float, optional
+        Stop once the error is at most this.
+    blowup : float, default 1e8
+        Stop once the error is above this.
+
+    Returns
+    -------
+    InversionRun
+    """
     A, X = _check_pair(A, X0)
     check_number("steps", steps, low=0, integer=True)
     check_number("blowup", blowup, low=0, low_inclusive=False)
@@ -126,7 +176,35 @@ def sgd_inverse(A, X0, epochs: int, *, batch_size: int = 1, step="adaptive", dir
     ``"coordinates"`` (the columns of X) or ``"orthogonal"`` (a random orthonormal basis). ``sampling`` is
     ``"reshuffle"`` (each epoch one pass over a freshly shuffled basis, without replacement) or ``"replace"`` (each
     step a fresh batch). ``batch_size`` must divide d. ``seed`` (an int or a torch.Generator) fixes the order of the
-    directions. Errors ``|``||I - A X||``|_F`` are recorded per epoch; the run stops early at ``tol`` or above ``blowup``."""
+    directions. Errors ``|``||I - A X||``|_F`` are recorded per epoch; the run stops early at ``tol`` or above ``blowup``.
+
+    Parameters
+    ----------
+    A : array-like or torch.Tensor, shape (d, d)
+        The matrix.
+    X0 : array-like or torch.Tensor, shape (d, d)
+        The initial iterate.
+    epochs : int
+        Epochs (>= 0).
+    batch_size : int, default 1
+        Directions per step, dividing d.
+    step : {"adaptive", "frozen"} or float, default "adaptive"
+        The step.
+    directions : {"coordinates", "orthogonal"}, default "coordinates"
+        The directions.
+    sampling : {"reshuffle", "replace"}, default "reshuffle"
+        How directions are drawn.
+    seed : int or torch.Generator, default 0
+        Seeds the draw.
+    tol : float, optional
+        Stop once the error is at most this.
+    blowup : float, default 1e8
+        Stop once the error is above this.
+
+    Returns
+    -------
+    InversionRun
+    """
     A, X = _check_pair(A, X0)
     d = A.shape[0]
     check_number("epochs", epochs, low=0, integer=True)
@@ -187,7 +265,17 @@ def sgd_inverse(A, X0, epochs: int, *, batch_size: int = 1, step="adaptive", dir
 def richardson_step(A) -> float:
     """The best fixed scalar step for a symmetric positive definite A, 2 / (lambda_min + lambda_max).
 
-    Fixed-step SGD (and gradient descent) then contracts ``||I - A X||`` by (kappa - 1) / (kappa + 1) per epoch."""
+    Fixed-step SGD (and gradient descent) then contracts ``||I - A X||`` by (kappa - 1) / (kappa + 1) per epoch.
+
+    Parameters
+    ----------
+    A : array-like or torch.Tensor, shape (d, d)
+        A symmetric positive definite matrix.
+
+    Returns
+    -------
+    float
+    """
     A = check_square(A, "A", symmetric=True)
     ev = torch.linalg.eigvalsh(A.detach().to(torch.float64))
     if float(ev[0]) <= 0:
@@ -200,7 +288,28 @@ def convergence_order(errors, *, floor: float = 1e-10, ceiling: float | None = N
 
     Uses the consecutive pairs (e_t, e_{t+1}) with e_t <= ``ceiling`` (no upper limit when None) and e_{t+1} >=
     ``floor`` (above the round-off plateau), both positive and finite. A sequence with e_{t+1} = C e_t^p gives
-    order p exactly; linear convergence gives 1. Fewer than ``min_pairs`` pairs in the window is an error."""
+    order p exactly; linear convergence gives 1. Fewer than ``min_pairs`` pairs in the window is an error.
+
+    Parameters
+    ----------
+    errors : array-like of float
+        e_0, e_1, ...
+    floor : float, default 1e-10
+        The smallest e_{t+1} used.
+    ceiling : float, optional
+        The largest e_t used.
+    min_pairs : int, default 2
+        The fewest pairs accepted.
+
+    Returns
+    -------
+    OrderFit
+
+    Raises
+    ------
+    ValueError
+        If fewer than ``min_pairs`` pairs are in the window.
+    """
     e = errors.detach().cpu().double().numpy() if isinstance(errors, torch.Tensor) else np.asarray(errors, float)
     if e.ndim != 1:
         raise ValueError(f"errors must be a 1-D sequence, got shape {e.shape}")
@@ -223,7 +332,25 @@ def convergence_order(errors, *, floor: float = 1e-10, ceiling: float | None = N
 
 def spd_matrix(d: int, kappa: float, *, seed=0, dtype=torch.float64, device=None) -> torch.Tensor:
     """A random symmetric positive definite d x d matrix Q diag(lambda) Q^T with eigenvalues log-spaced from 1 to
-    ``kappa`` (its condition number) and Q a random orthogonal matrix (drawn on the CPU from ``seed``)."""
+    ``kappa`` (its condition number) and Q a random orthogonal matrix (drawn on the CPU from ``seed``).
+
+    Parameters
+    ----------
+    d : int
+        The size.
+    kappa : float
+        The condition number (>= 1).
+    seed : int or torch.Generator, default 0
+        Seeds the draw.
+    dtype : torch.dtype, default torch.float64
+        The dtype.
+    device : torch.device or str, optional
+        The device.
+
+    Returns
+    -------
+    torch.Tensor, shape (d, d)
+    """
     check_number("d", d, low=1, integer=True)
     check_number("kappa", kappa, low=1)
     g = make_generator(seed)
@@ -235,7 +362,22 @@ def spd_matrix(d: int, kappa: float, *, seed=0, dtype=torch.float64, device=None
 
 def start_near_inverse(A, radius: float, *, seed=0) -> torch.Tensor:
     """An initial X_0 = A^{-1} (I - radius U) with U a random orthogonal matrix, so that I - A X_0 = radius U:
-    its spectral norm and spectral radius are both ``radius``, its Frobenius norm ``radius`` sqrt(d)."""
+    its spectral norm and spectral radius are both ``radius``, its Frobenius norm ``radius`` sqrt(d).
+
+    Parameters
+    ----------
+    A : array-like or torch.Tensor, shape (d, d)
+        An invertible matrix.
+    radius : float
+        The spectral radius of I - A X_0.
+    seed : int or torch.Generator, default 0
+        Seeds the draw.
+
+    Returns
+    -------
+    torch.Tensor, shape (d, d)
+        In A's dtype.
+    """
     A = check_square(A, "A")
     check_number("radius", radius, low=0)
     g = make_generator(seed)

@@ -48,7 +48,7 @@ Xtr, ytr, Xte, yte = X[:args.n], y[:args.n], X[args.n:], y[args.n:]
 rec = {"n": args.n, "solver": args.solver, "iters": args.iters, "gpu": torch.cuda.get_device_name(0),
        "data_s": time.perf_counter() - t0, "progress": [], "status": "running"}
 if args.solver == "ep3":
-    solver = EigenPro3Solver(centres=20_000, epochs=3)
+    solver = EigenPro3Solver(centers=20_000, epochs=3)
 elif args.solver == "cg-fused":
     solver = CGSolver(store=False, fused=True, rank=args.rank, tol=args.tol)
 else:

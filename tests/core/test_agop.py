@@ -25,10 +25,10 @@ def test_closed_form_kernel_agop_matches_autograd_at_training_points(name, param
          "factor": None}[form]
     fm = FeatureMatrix.factor(torch.randn(d, 2, generator=g, dtype=torch.float64)) if form == "factor" else M
     M_dense = fm.dense() if form == "factor" else M
-    A = rfm.kernel_agop(rfm.get_kernel(name, **params), X, alpha, M=fm, centre=centre)
+    A = rfm.kernel_agop(rfm.get_kernel(name, **params), X, alpha, M=fm, center=centre)
     ref = agop_ref(predictor_ref(name, X, alpha, M_dense, **params), X, centre=centre)
     torch.testing.assert_close(A, ref, rtol=1e-9, atol=1e-11)
-    A_diag = rfm.kernel_agop(rfm.get_kernel(name, **params), X, alpha, M=fm, centre=centre, diag=True)
+    A_diag = rfm.kernel_agop(rfm.get_kernel(name, **params), X, alpha, M=fm, center=centre, diag=True)
     torch.testing.assert_close(A_diag, ref.diagonal(), rtol=1e-9, atol=1e-11)
 
 
@@ -40,13 +40,13 @@ def test_autograd_agop_matches_explicit_jacobians():
         return torch.tanh(Z @ W) ** 2
 
     for centre in (False, True):
-        torch.testing.assert_close(rfm.agop(f, X, centre=centre), agop_ref(f, X, centre=centre))
+        torch.testing.assert_close(rfm.agop(f, X, center=centre), agop_ref(f, X, centre=centre))
 
 
 def test_batched_kernel_agop_equals_unbatched():
     X, alpha, _ = _fit_like(n=60)
-    one_block = rfm.kernel_agop("laplace", X, alpha, centre=True)
-    many_blocks = rfm.kernel_agop("laplace", X, alpha, centre=True, mem_bytes=4096)  # a few rows per block
+    one_block = rfm.kernel_agop("laplace", X, alpha, center=True)
+    many_blocks = rfm.kernel_agop("laplace", X, alpha, center=True, mem_bytes=4096)  # a few rows per block
     torch.testing.assert_close(one_block, many_blocks, rtol=1e-12, atol=1e-14)
 
 
@@ -58,7 +58,7 @@ def test_centred_agop_does_not_depend_on_batch_size(batch_size):
     def f(Z):
         return torch.sin(Z @ W)
 
-    torch.testing.assert_close(rfm.agop(f, X, centre=True, batch_size=batch_size), agop_ref(f, X, centre=True))
+    torch.testing.assert_close(rfm.agop(f, X, center=True, batch_size=batch_size), agop_ref(f, X, centre=True))
 
 
 def test_agop_accumulator_sums_do_not_depend_on_the_split():
@@ -135,8 +135,8 @@ def test_folded_agop_equals_the_direct_form(name, params, centre, diag):
     Z = torch.cat([X[:10], torch.randn(5, 6, generator=g, dtype=torch.float64)])  # centers and new points
     ids = coincident_pairs(*row_ids(Z, X))
     kernel = rfm.get_kernel(name, **params)
-    direct = kernel_agop_transformed(kernel, X, alpha, Z, ids, diag=diag, centre=centre, algorithm="direct")
-    folded = kernel_agop_transformed(kernel, X, alpha, Z, ids, diag=diag, centre=centre, algorithm="folded",
+    direct = kernel_agop_transformed(kernel, X, alpha, Z, ids, diag=diag, center=centre, algorithm="direct")
+    folded = kernel_agop_transformed(kernel, X, alpha, Z, ids, diag=diag, center=centre, algorithm="folded",
                                      mem_bytes=20_000)  # several blocks
     torch.testing.assert_close(folded, direct, rtol=1e-9, atol=1e-12)
 
@@ -151,3 +151,46 @@ def test_jacobians_are_the_per_point_gradients_whatever_the_batch():
     J = rfm.jacobians(f, X, batch_size=7)
     expected = (1 - torch.tanh(X @ W) ** 2)[:, :, None] * W.T[None]  # d tanh(x.w_c)/dx = (1 - tanh^2) w_c
     torch.testing.assert_close(J, expected)
+
+
+def _centre_calls():
+    """(name, call) pairs: each call takes the keyword (center or centre) and returns the result to compare."""
+    from rfm.core.agop import AGOPAccumulator
+    from rfm.nets import MLP, layer_agop, nfa_table
+    from rfm.nets.alignment import ptk_covariance
+    from rfm.nets.parametrisation import OutputScaled
+
+    g = torch.Generator().manual_seed(0)
+    X = torch.randn(30, 4, generator=g, dtype=torch.float64)
+    alpha = torch.randn(30, 2, generator=g, dtype=torch.float64)
+    G = torch.randn(30, 2, 4, generator=g, dtype=torch.float64)
+    net = MLP(4, (8,), 2, generator=0, dtype="float64")
+    machine = rfm.KernelMachine("laplace", X, alpha)
+
+    def accumulated(**kw):
+        acc = AGOPAccumulator(2, 4)
+        acc.add(G)
+        return acc.result(**kw)
+
+    return [
+        ("agop", lambda **kw: rfm.agop(lambda Z: Z[:, :1] * Z[:, 1:2] + Z[:, 2:3], X, **kw)),
+        ("AGOPAccumulator.result", accumulated),
+        ("KernelMachine.agop", lambda **kw: machine.agop(**kw)),
+        ("kernel_agop", lambda **kw: rfm.kernel_agop("laplace", X, alpha, **kw)),
+        ("layer_agop", lambda **kw: layer_agop(net, X, 0, **kw)),
+        ("ptk_covariance", lambda **kw: ptk_covariance(net, X, 0, **kw)),
+        ("nfa_table", lambda **kw: torch.tensor([r["trained"] for r in nfa_table(net, X, **kw)])),
+        ("OutputScaled", lambda **kw: OutputScaled(net, 2.0, **kw)(X).detach()),
+    ]
+
+
+@pytest.mark.parametrize("i", range(8))
+def test_centre_is_a_deprecated_alias_of_center(i):
+    name, call = _centre_calls()[i]
+    for value in (True, False):
+        new = call(center=value)
+        with pytest.warns(DeprecationWarning, match="renamed .*center"):
+            old = call(centre=value)
+        torch.testing.assert_close(old, new, rtol=0, atol=0, msg=name)
+    # the keyword is not ignored: centring changes the result
+    assert not torch.allclose(call(center=True), call(center=False)), name

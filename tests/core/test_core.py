@@ -35,7 +35,7 @@ def test_machine_blocks_do_not_change_the_results():
     small = rfm.KernelMachine(big.kernel, X, big.alpha, big.fm, mem_bytes=2048)  # a few rows per block
     torch.testing.assert_close(big.predict(X), small.predict(X), rtol=1e-12, atol=1e-13)
     torch.testing.assert_close(big.gradients(X), small.gradients(X), rtol=1e-12, atol=1e-13)
-    torch.testing.assert_close(big.agop(centre=True), small.agop(centre=True), rtol=1e-12, atol=1e-13)
+    torch.testing.assert_close(big.agop(center=True), small.agop(center=True), rtol=1e-12, atol=1e-13)
 
 
 def test_machine_agop_on_a_sample_equals_the_agop_of_that_sample():

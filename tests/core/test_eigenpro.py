@@ -137,7 +137,7 @@ def test_solvers_registered_and_in_rfm():
     pe, pp = exact.predict(Xv), ep.predict(Xv)
     assert abs(pe - pp).max() < 1e-4 * abs(pe).max()
     assert ep.history_[0]["solver"] == "eigenpro2"
-    m3 = rfm.RFMRegressor(iters=1, solver=EigenPro3Solver(centres=0.5, epochs=5, s=100), dtype="float64",
+    m3 = rfm.RFMRegressor(iters=1, solver=EigenPro3Solver(centers=0.5, epochs=5, s=100), dtype="float64",
                           bandwidth=3.0).fit(X, y)
     assert m3.history_[-1]["ep_centres"] == 100 and int((m3.alpha_ != 0).any(1).sum()) <= 100
 

@@ -1,5 +1,6 @@
 """EigenPro 3 after feature updates: the centres' kernel factored robustly (the jitter recorded), and default centres
 that learn."""
+import pytest
 import torch
 
 import rfm
@@ -22,7 +23,7 @@ def test_centre_factor_raises_the_jitter_until_cholesky_succeeds_and_records_it(
 def test_default_centres_are_all_points_up_to_the_cap():
     s = EigenPro3Solver()
     assert s.n_centres(2000) == 2000 and s.n_centres(10**6) == EP3_MAX_CENTRES
-    assert EigenPro3Solver(centres=0.1).n_centres(2000) == 200 and EigenPro3Solver(centres=300).n_centres(200) == 200
+    assert EigenPro3Solver(centers=0.1).n_centres(2000) == 200 and EigenPro3Solver(centers=300).n_centres(200) == 200
 
 
 def test_eigenpro3_default_learns_after_feature_updates_where_ten_percent_centres_did_not():
@@ -33,8 +34,15 @@ def test_eigenpro3_default_learns_after_feature_updates_where_ten_percent_centre
     X, y = X[:500], y[:500]
     fit = lambda s: rfm.RFMRegressor(iters=2, bandwidth=5.0, reg=1e-3, solver=s).fit(X, y)
     m = fit(EigenPro3Solver(epochs=5))
-    few = fit(EigenPro3Solver(centres=0.1, epochs=5))
+    few = fit(EigenPro3Solver(centers=0.1, epochs=5))
     mse = lambda est: float((est.predict(Xt).ravel() - yt).square().mean())
     assert all("ep_jitter" in h for h in m.history_) and m.history_[-1]["ep_centres"] == 500
     assert mse(m) < 0.5 * mse(few)
     assert mse(m) < 0.5 * float(yt.var())
+
+
+def test_centres_is_a_deprecated_alias_of_centers():
+    with pytest.warns(DeprecationWarning, match="renamed .*centers"):
+        old = EigenPro3Solver(centres=0.1)
+    assert old.centers == EigenPro3Solver(centers=0.1).centers == 0.1
+    assert old.n_centres(2000) == EigenPro3Solver(centers=0.1).n_centres(2000) == 200

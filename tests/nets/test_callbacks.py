@@ -78,7 +78,7 @@ def test_network_progress_stops_at_the_test_accuracy_threshold():
 
 def _fit_rfm(data, iters):
     progress = GrokkingProgress(data)
-    rfm.RFMClassifier(kernel="gaussian", bandwidth=2.5, reg=0.0, agop_power=0.5, centre=True, normalize=None,
+    rfm.RFMClassifier(kernel="gaussian", bandwidth=2.5, reg=0.0, agop_power=0.5, center=True, normalize=None,
                       dtype="float64", iters=iters, max_agop_points=None, callback=progress,
                       device="cpu").fit(data.X_train, data.y_train)
     return progress

@@ -45,7 +45,7 @@ def test_one_hidden_layer_agop_matches_explicit_formula(activation, derivative):
     expected = torch.einsum("ncd,nce->de", grads, grads) / X.shape[0]
     torch.testing.assert_close(nets.layer_agop(net, X, 0), expected, rtol=1e-12, atol=1e-12)
     centred = expected - torch.einsum("cd,ce->de", grads.mean(0), grads.mean(0))
-    torch.testing.assert_close(nets.layer_agop(net, X, 0, centre=True), centred, rtol=1e-10, atol=1e-12)
+    torch.testing.assert_close(nets.layer_agop(net, X, 0, center=True), centred, rtol=1e-10, atol=1e-12)
 
 
 def test_hidden_layer_agop_is_taken_at_the_layer_inputs():

@@ -61,7 +61,7 @@ def test_output_scaled_is_centred_and_scaled():
         net.layers[-1].weight.add_(1.0)
     delta = (net(X) - net.initial()(X)) / 4.0
     assert torch.allclose(f(X), delta)
-    assert torch.allclose(P.OutputScaled(net, 2.0, centre=False)(X), net(X) / 2.0)
+    assert torch.allclose(P.OutputScaled(net, 2.0, center=False)(X), net(X) / 2.0)
     with pytest.raises(ValueError, match="gamma"):
         P.OutputScaled(net, 0.0)
 
