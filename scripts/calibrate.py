@@ -9,13 +9,14 @@ the book's 2-core machine), each with its share of the cores as threads, as the 
 records are merged into ``results/calibration/<slug>.json``: the settings,
 machine, date, commit, every check's rule and its value at each seed, and the scalar measured values. The table of
 min / median / max beside each rule is printed; a rule that fails at some seed is marked and the exit status is 1.
-``--rule NAME BOUND VALUE`` (BOUND: at_least or at_most) runs nothing: it moves a rule of the committed
-calibration to the chapter's new threshold and judges the recorded values again (the values are the runs'; only the
-rule changes), noting the change in the file's ``rules_moved``. ``--update-from RECORD`` runs nothing either: when a
+``--rule NAME BOUND VALUE`` (BOUND: at_least or at_most) runs nothing: it moves a rule of the committed calibration
+to the chapter's new threshold and judges the recorded values again (the values are the runs'; only the rule
+changes), noting the change in the file's ``rules_moved``. ``--update-from RECORD`` runs nothing either: when a
 chapter was relabelled without changing what it computes, a fresh record of its seed 0 (``RFM_BOOK_CHECKS=record``)
-whose every check value equals the calibration's seed-0 value bit for bit shows that the ten seeds' values still
-hold; the calibration then takes the record's kinds, rules and settings, drops the checks the chapter no longer
-has, and notes it in ``updated_from``. A new check, or any value that differs, refuses: run the calibration.
+whose every check value equals the calibration's seed-0 value bit for bit (or within ``--tolerance REL ABS``) shows
+that the ten seeds' values still hold; the calibration then takes the record's kinds, rules and settings, drops the
+checks the chapter no longer has, and notes it in ``updated_from``. A new check, or any value that differs, refuses:
+run the calibration.
 ``-p`` overrides a parameter for every seed
 (calibrating other settings than the profile's defaults writes the file all the same: the chapter compares its
 settings with it).
@@ -92,8 +93,9 @@ def move_rules(path: Path, rules) -> int:
     return 0
 
 
-def update_from(path: Path, record_path: Path) -> int:
-    """Relabel the calibration at ``path`` from a seed-0 record that reproduces its seed-0 values exactly."""
+def update_from(path: Path, record_path: Path, tolerance=(0.0, 0.0)) -> int:
+    """Relabel the calibration at ``path`` from a seed-0 record that reproduces its seed-0 values exactly, or within
+    ``tolerance = (relative, absolute)`` (round-off of another BLAS or commit: the largest deviation is noted)."""
     sys.path.insert(0, str(ROOT))
     from rfm.book.checks import IGNORED_SETTINGS, Check, write_json
 
@@ -105,7 +107,13 @@ def update_from(path: Path, record_path: Path) -> int:
     added = [n for n in new if n not in old]
     if added:
         raise SystemExit(f"new checks {added} have no calibrated values: run the calibration")
-    differ = [n for n in new if old[n]["values"][i0] != new[n]["value"]]
+    def same(a, b):
+        if a == b:
+            return True
+        num = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (a, b))
+        return num and abs(a - b) <= tolerance[1] + tolerance[0] * abs(a)
+
+    differ = [n for n in new if not same(old[n]["values"][i0], new[n]["value"])]
     if differ:
         raise SystemExit(f"seed 0 gives other values for {differ}: the chapter computes something else; "
                          "run the calibration")
@@ -119,9 +127,13 @@ def update_from(path: Path, record_path: Path) -> int:
         checks[name] = entry
     calib["checks"] = checks
     calib["settings"] = {k: v for k, v in record.get("params", {}).items() if k not in IGNORED_SETTINGS}
+    deviation = max((abs(old[n]["values"][i0] - new[n]["value"]) / max(abs(old[n]["values"][i0]), 1e-300)
+                     for n in new if old[n]["values"][i0] != new[n]["value"]), default=0.0)
     calib.setdefault("updated_from", []).append(dict(
         record_commit=record.get("commit"), record_date=record.get("date"), dropped=dropped,
-        why="relabelled without a new computation: seed 0's every check value equals the calibrated one bit for bit"))
+        tolerance=list(tolerance), largest_relative_deviation=deviation,
+        why="relabelled without a new computation: seed 0's every check value equals the calibrated one "
+            + ("bit for bit" if deviation == 0 else f"within (relative, absolute) tolerance {tuple(tolerance)}")))
     write_json(path, calib)
     failing = [n for n, c in checks.items() if not all(c["passed"])]
     print(f"updated {path.name}: {len(checks)} checks, dropped {dropped or 'none'}; failing at some seed: "
@@ -143,11 +155,14 @@ def main(argv=None) -> int:
                     help="move a rule of the committed calibration (BOUND at_least or at_most); runs nothing")
     ap.add_argument("--update-from", type=Path, default=None, metavar="RECORD",
                     help="take kinds, rules and settings from a seed-0 record that reproduces the calibration")
+    ap.add_argument("--tolerance", nargs=2, type=float, default=[0.0, 0.0], metavar=("REL", "ABS"),
+                    help="with --update-from: values that agree within abs + rel * |value| count as equal")
     args = ap.parse_args(argv)
     src = chapter_source(args.chapter)
     slug = src.stem
     if args.update_from:
-        return update_from(args.out or ROOT / "results" / "calibration" / f"{slug}.json", args.update_from)
+        return update_from(args.out or ROOT / "results" / "calibration" / f"{slug}.json", args.update_from,
+                           tuple(args.tolerance))
     if args.rule:
         return move_rules(args.out or ROOT / "results" / "calibration" / f"{slug}.json", args.rule)
     if args.seeds < 1 or args.jobs < 1:

@@ -64,3 +64,10 @@ def test_update_from_refuses_other_values_or_new_checks(tmp_path):
     new = {"fresh": {"kind": "claim", "value": 1.0, "at_least": 0.0, "at_most": None}}
     with pytest.raises(SystemExit, match="new checks"):
         mod.update_from(path, _record(tmp_path, 0.5, new))
+
+
+def test_update_from_within_a_tolerance_notes_the_deviation(tmp_path):
+    mod, path = _load(), _calib(tmp_path)
+    assert mod.update_from(path, _record(tmp_path, 0.5 + 1e-12), tolerance=(1e-9, 0.0)) == 0
+    note = json.loads(path.read_text())["updated_from"][0]
+    assert 0 < note["largest_relative_deviation"] < 1e-9 and note["tolerance"] == [1e-9, 0.0]
