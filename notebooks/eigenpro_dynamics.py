@@ -533,10 +533,13 @@ plt.show()
 # * `overlap_rises`: $O_5 - O_2$: the overlap is still rising over the first iterations:
 #   {glue:text}`cal_overlap_rises`.
 # * The optimum, on MNIST (where the iterations help; the control is iteration 0, the fixed kernel):
-#   `mnist_gain_over_fixed_kernel`, the best validation accuracy minus iteration 0's, at least 0.002 (a sign with a
-#   margin of two validation images; to be set from the ten-seed spread); `mnist_best_iteration`, the best iteration
-#   is at least 1; `mnist_val_gap_at_5`, what stopping at iteration 5 gives up, as a share of the gain, at most one
-#   half. On the 8 x 8 digits the best iteration and the loss at iteration 5 are recorded, not checked: there the
+#   `mnist_gain_over_fixed_kernel`, the best validation accuracy minus iteration 0's, at least 0.0005 (the sign: one
+#   validation image of 1,000, less half an image for round-off; the gain was one image at a calibrated seed, so no
+#   larger margin is supported): {glue:text}`cal_mnist_gain_over_fixed_kernel`; `mnist_best_iteration`, the best iteration is at
+#   least 1: {glue:text}`cal_mnist_best_iteration`. What stopping at iteration 5 gives up, as a share of the gain, is
+#   recorded, not checked: it was above one half at {glue:text}`mn_gap5_over_half` of the calibrated seeds (range
+#   {glue:text}`mn_gap5_range`), so "stopping at 5 keeps most of the gain" is not a claim this run supports. On the
+#   8 x 8 digits the best iteration and the loss at iteration 5 are recorded, not checked: there the
 #   best iteration was 0 (the fixed kernel) at most calibrated seeds, and checks on it passed whatever RFM did.
 # * `ep2_vs_cholesky`: EigenPro 2's validation predictions against Cholesky's on the ridge system, EigenPro stopped
 #   at a relative residual of $10^{-2}$ (relative norm): {glue:text}`cal_ep2_vs_cholesky`.
@@ -575,13 +578,16 @@ checks.sanity("resampled_overlap", resampled_overlap, at_most=0.2,
                    "so it is low by construction)")
 checks.claim("overlap_rises", float(O.get(5, float("nan")) - O.loc[2]), at_least=0.01,
              what="O_5 - O_2: the overlap still rises over the first iterations")
-checks.claim("mnist_gain_over_fixed_kernel", mn_gain, at_least=0.002,
+checks.claim("mnist_gain_over_fixed_kernel", mn_gain, at_least=0.0005,
              what="MNIST: best validation accuracy over the RFM iterations minus iteration 0's (the fixed kernel)")
 checks.claim("mnist_best_iteration", mn_best, at_least=1,
              what="MNIST: the iteration of best validation accuracy is after a feature update (not the fixed kernel)")
-checks.claim("mnist_val_gap_at_5", mn_gap5 / mn_gain if mn_gain > 0 else float("inf"), at_most=0.5,
-             what="MNIST: (best accuracy - accuracy at iteration 5) / (best - fixed kernel's): stopping at 5 keeps "
-                  "at least half the gain")
+# (best accuracy - accuracy at iteration 5) / (best - fixed kernel's): recorded; above one half at some seeds
+checks.record(mnist_val_gap_at_5=mn_gap5 / mn_gain if mn_gain > 0 else float("inf"))
+_gap5 = [v for v in ((rfm.book.load_calibration("eigenpro_dynamics") or {}).get("measured") or {}).get(
+    "mnist_val_gap_at_5", []) if v is not None]
+rfm.book.glue("mn_gap5_over_half", f"{sum(v > 0.5 for v in _gap5)} of {len(_gap5)}" if _gap5 else "(not calibrated)")
+rfm.book.glue("mn_gap5_range", f"{min(_gap5):.2f} to {max(_gap5):.2f}" if _gap5 else "(not calibrated)")
 checks.sanity("epoch_ratio", epoch_ratio, at_least=10,
               what=f"SGD / EigenPro 2 epochs to training MSE {TARGET_MSE:g}, same batch size (a lower bound: SGD "
                    f"that never gets there counts as {P.sgd_epochs} epochs)")
@@ -635,8 +641,9 @@ full = rfm.book.glue_full_run("eigenpro_dynamics", {
 #   RFM iterations (a few of 360 images; the best iteration was 0, the fixed kernel, at most calibrated seeds), so
 #   there the settling says nothing about when RFM is best. On {glue:text}`opt_n` MNIST digits the iterations help
 #   (validation accuracy {glue:text}`mn_acc0` at iteration 0, {glue:text}`mn_acc_best` at the best iteration,
-#   {glue:text}`mn_best`, which comes {glue:text}`mn_order` the eigenspace settles), and stopping at iteration 5
-#   keeps most of the gain; those solves are Cholesky with a small ridge and the square-root AGOP, not EigenPro
+#   {glue:text}`mn_best`, which comes {glue:text}`mn_order` the eigenspace settles). **Not reproduced:** that
+#   stopping at iteration 5 keeps most of the gain: at {glue:text}`mn_gap5_over_half` calibrated seeds it gave up
+#   more than half (the gain itself is a few validation images); those solves are Cholesky with a small ridge and the square-root AGOP, not EigenPro
 #   with the AGOP.
 # * **Reproduced.** EigenPro 2 gives the kernel ridge regression solution (to {glue:text}`rel_ep_ridge` of
 #   Cholesky's predictions here) with analytic batch and step sizes, and reaches a given training error in many
