@@ -33,8 +33,9 @@
 # against the Bayes-optimal predictor (ridge regression on the prompt). The smoke profile runs in about two minutes
 # on a 2-core CPU, which forces a small problem: inputs in $d = 2$ dimensions, see below.
 #
-# **What we could read.** The paper's full text was not available offline (the stored arXiv page holds the abstract
-# only). What we say about its body comes from the public ICLR 2025 reviews of the paper (decision: reject), which
+# **What we could read.** The paper's full text was not available offline (the stored copies of its arXiv page give
+# the abstract and the opening of the introduction only). What we say about its body comes from the public ICLR 2025
+# reviews of the paper (decision: reject), not from the paper, and every such sentence below says so; the reviews
 # describe SGPT as GPT-2 with key, query and value matrices set to the identity, the attention replaced by "linear
 # attention" with an "$\ell_1$ normalization", no layer normalisation; the feature map $\psi$ of its Eq. 9 and the
 # SGPT of its Eq. 13; the one-gradient-step reading of linear attention in its Section 5.1; tasks taken from the
@@ -66,6 +67,7 @@ steps: "Optional[int]" = None       # Adam steps of every MLP (batches of 64 fre
 seq_steps: "Optional[int]" = None   # Adam steps of SGPT and of the transformer
 
 # %%
+import json
 import time
 
 import matplotlib.pyplot as plt
@@ -132,7 +134,8 @@ tests = {n: make_tasks(None).sample(P.n_test, n, generator=10_000 + 100 * seed +
 # step from $w = 0$ on the prompt's least squares loss (the equivalence that the reviews place in Section 5.1; our
 # unit tests check it by autograd). We use the linear normalisation $a_j \propto 1/n$ for $\psi$ because it is the
 # one with that reading (our choice; the $\ell_1$ normalisation $a_j = \langle x_q, x_j\rangle / \sum_k
-# |\langle x_q, x_k\rangle|$ is `attention="l1"`). Its risk on fresh tasks has the closed form
+# |\langle x_q, x_k\rangle|$ is `attention="l1"`), and we use this one $\psi$ everywhere: alone, in the MLPs and
+# inside SGPT. Its risk on fresh tasks has the closed form
 # $d(d+1)/n + \sigma^2 d / n + \sigma^2$ (`rfm.nets.icl.psi_linear_risk`): it context-scales by algebra, and it has no
 # trainable weight, so its error cannot depend on $T$ at all.
 #
@@ -145,9 +148,10 @@ tests = {n: make_tasks(None).sample(P.n_test, n, generator=10_000 + 100 * seed +
 #   learning rate {glue:text}`lr` decayed to 0 along a half cosine, which lowers the noise of the last iterate that
 #   we test).
 # * **SGPT** (`rfm.nets.icl.SGPT`): one block $h \leftarrow h + A(h)$, $h \leftarrow h + \mathrm{MLP}(h)$ on the tokens
-#   $[x_j, y_j]$ and $[x_q, 0]$ themselves (no read-in), with causal identity-KQV attention in the $\ell_1$
-#   normalisation that the reviews name, an MLP of width 256, no layer normalisation, and a linear read-out at the
-#   query: one block is "$\psi$ followed by an MLP", the paper's description. The paper's SGPT has the depth of
+#   $[x_j, y_j]$ and $[x_q, 0]$ themselves (no read-in), with causal identity-KQV attention in the linear
+#   normalisation of $\psi$ above (the reviews name an $\ell_1$ normalisation; we keep one $\psi$ for every model,
+#   and a run of both on one H200, in the last section, found the $\ell_1$ block worse), an MLP of width 256, no layer normalisation, and a linear read-out at the
+#   query: one block is "$\psi$ followed by an MLP", the abstract's description. The paper's SGPT has the depth of
 #   GPT-2 (as far as the reviews tell); ours has one block, see the last section.
 # * **Transformer**, the control standing in for GPT-2: the same module with learned key, query and value matrices,
 #   softmax attention and GPT-2's pre-layer normalisation, two blocks of embedding width 32 (a small transformer,
@@ -170,7 +174,7 @@ rfm.book.glue("seq_steps", P.seq_steps, "{:,}")
 rfm.book.glue("seq_lr", P.seq_lr, "{:g}")
 rfm.book.glue("d", P.d)
 FEATURES = {"MLP(vec)": ("vec",), "MLP(ψ)": ("psi",), "MLP([ψ, vec])": ("psi", "vec")}
-SEQ = {"SGPT": dict(attention="l1", width=256),
+SEQ = {"SGPT": dict(attention="linear", width=256),   # the same psi as the MLPs' (see the text)
        "transformer": dict(attention="softmax", n_layers=2, embed_dim=32, width=128, learned_kqv=True,
                            layer_norm=True)}
 
@@ -230,10 +234,15 @@ for key, name in [("psi", "ψ alone"), ("mlp_psi", "MLP(ψ)"), ("vec", "MLP(vec)
     rfm.book.glue(f"ctx_{key}_n1", float(ctx.loc[n1, name]), "{:.3f}")
 rfm.book.glue("zero_n0", float(ctx.loc[n0, "zero predictor"]), "{:.2f}")
 vec_vs_zero = float(ctx.loc[n0, "MLP(vec)"] / ctx.loc[n0, "zero predictor"])
+vec_vs_zero_n1 = float(ctx.loc[n1, "MLP(vec)"] / ctx.loc[n1, "zero predictor"])
+tf_vs_zero_ratio = float(ratio["transformer"] / ratio["zero predictor"])
 both_context = float((ctx["MLP([ψ, vec])"] / np.minimum(ctx["MLP(ψ)"], ctx["MLP(vec)"])).max())
 rfm.book.glue("both_context", both_context, "{:.2f}")
 rfm.book.glue("tf_over_bayes_n1", float(ctx.loc[n1, "transformer"] / ctx.loc[n1, "ridge (Bayes)"]), "{:.1f}")
 rfm.book.glue("vec_vs_zero", vec_vs_zero, "{:.2f}")
+rfm.book.glue("vec_vs_zero_n1", vec_vs_zero_n1, "{:.2f}")
+rfm.book.glue("ctx_ratio_zero", float(ratio["zero predictor"]), "{:.2f}")
+rfm.book.glue("tf_vs_zero_ratio", tf_vs_zero_ratio, "{:.2f}")
 
 # %% mystnb={"figure": {"caption": "Context-scaling at T infinite: test error on fresh tasks against the number of in-context examples n, for the feature map \u03c8 on its own, the three MLPs, one SGPT block and the small transformer, with the Bayes-optimal ridge predictor (black) and the zero predictor (grey, dotted). An error that falls with n is context-scaling; MLP(vec) rises towards the zero predictor instead.", "name": "fig-in_context_scaling-context"}}
 STYLE = {"ridge (Bayes)": dict(color="k", lw=2), "ψ alone": dict(color="tab:purple", ls="--"),
@@ -261,12 +270,20 @@ plt.show()
 # network: at $n =$ {glue:text}`n0` its error, {glue:text}`ctx_vec_n0`, is {glue:text}`vec_vs_zero` of the zero
 # predictor's ({glue:text}`zero_n0`) and comparable to MLP(ψ)'s ({glue:text}`ctx_mlp_psi_n0`); it is the longer
 # input, whose extra coordinates it must learn to combine with the query, that it fails to use at this budget: at
-# $n =$ {glue:text}`n1` it is close to the zero predictor again. MLP([ψ, vec]) follows the better of its two parents: at
+# $n =$ {glue:text}`n1` it is close to the zero predictor again ({glue:text}`vec_vs_zero_n1` of its error). That is
+# the limit of this measurement: at the longest prompts MLP(vec) has barely learned anything, so its flat or rising
+# error cannot tell "an MLP on vec cannot context-scale" from "this MLP is undertrained at long prompts" (an MLP on
+# the longer prompt could at least ignore the extra examples and match its error at $n_\min$; it does not even do
+# that). We therefore report it as a measurement at this budget (`vec_not_context`, a sanity check), not as a
+# reproduction of claim 2. MLP([ψ, vec]) follows the better of its two parents: at
 # every $n$ its error is at most {glue:text}`both_context` times the better one's ({glue:text}`ctx_both_n0` at
 # $n =$ {glue:text}`n0`, {glue:text}`ctx_both_n1` at $n =$ {glue:text}`n1`).
 #
 # Nothing here reaches the Bayes line (ridge: {glue:text}`ctx_bayes_n0` and {glue:text}`ctx_bayes_n1`); the
-# transformer comes closest ({glue:text}`tf_over_bayes_n1` times ridge's error at $n =$ {glue:text}`n1`). $\psi$ is
+# transformer comes closest ({glue:text}`tf_over_bayes_n1` times ridge's error at $n =$ {glue:text}`n1`). Its
+# context-scaling is checked against the zero predictor on the same test prompts, a predictor that ignores the
+# context: the transformer's ratio MSE($n_\max$)/MSE($n_\min$) is {glue:text}`ctx_ratio_tf`, the zero predictor's
+# {glue:text}`ctx_ratio_zero` (their quotient, {glue:text}`tf_vs_zero_ratio`, is the check `tf_context`). $\psi$ is
 # one gradient step from zero, not the least squares solution: its risk falls only like $d(d+1)/n$ plus noise terms.
 
 # %% [markdown]
@@ -366,7 +383,8 @@ rfm.book.glue("n_grid_text", ", ".join(str(n) for n in n_grid), "{}")
 # in this run it is no better than MLP(ψ) (first table); the transformer, with learned key, query and value weights
 # and only two blocks, is the model closest to the Bayes line. Prototypes with two $\ell_1$ SGPT blocks and a learned read-in of width 16
 # did not close the gap, and two linear-attention blocks diverged. The paper's SGPT is as deep as GPT-2 (according
-# to the reviews) and trained far longer; we could not read its exact block, and a deep SGPT does not train in this
+# to the reviews) and, judging from the reviews' account of its experiments, trained far longer; we could not read
+# its exact block, and a deep SGPT does not train in this
 # chapter's two minutes. The claim stays open here.
 
 # %% [markdown]
@@ -375,14 +393,15 @@ rfm.book.glue("n_grid_text", ", ".join(str(n) for n in n_grid), "{}")
 # Each claim is compared with a control from the same run that it says must lose; the rules sit beyond the worst
 # of seeds 0–9 (the table below shows the calibration), with the margins stated at the end of this section.
 #
-# * `vec_not_context`: MLP(vec)'s ratio MSE($n_\max$)/MSE($n_\min$) minus MLP(ψ)'s (claims 2 and 4: ψ
-#   context-scales, vec does not).
-# * `vec_learned`: MLP(vec)'s error at $n_\min$, $T = \infty$, divided by the zero predictor's (the control that
-#   makes the previous check meaningful: MLP(vec) has learned something).
-# * `tf_context`: the transformer's ratio MSE($n_\max$)/MSE($n_\min$) (claim 1), at most a fixed fraction; its
-#   control is MLP(vec)'s ratio of `vec_not_context`.
+# * sanity `vec_not_context`: MLP(vec)'s ratio MSE($n_\max$)/MSE($n_\min$) minus MLP(ψ)'s. A measurement at this
+#   budget, not a reproduction of claims 2 and 4: at $n_\max$ MLP(vec) is near the zero predictor, so the check
+#   would pass as well if MLP(vec) could context-scale and were merely undertrained there (see above).
+# * sanity `vec_learned`: MLP(vec)'s error at $n_\min$, $T = \infty$, divided by the zero predictor's (a
+#   precondition of the task-scaling checks: MLP(vec) has learned something at $n_\min$).
+# * `tf_context`: the transformer's ratio MSE($n_\max$)/MSE($n_\min$) divided by the zero predictor's on the same
+#   test prompts (claim 1; the zero predictor ignores the context).
 # * `both_context`: MLP([ψ, vec])'s error divided by the better of MLP(ψ) and MLP(vec) at the same $n$, worst $n$
-#   (claim 5: it does what both parents do).
+#   (claim 5, as non-inferiority: it is *within* a factor of the better parent, not better than it).
 # * `vec_task_gain`: MLP(vec)'s MSE($T_\min$)/MSE($\infty$) at $n_\min$ (claim 2: it task-scales).
 # * `vec_minus_psi_task_gain`: that gain minus MLP(ψ)'s (claim 4: ψ's MLP does not task-scale like vec's).
 # * `both_beyond_psi`: MLP([ψ, vec])'s error at $T = \infty$, $n_\min$ divided by MLP(ψ)'s (claim 5: with many
@@ -397,28 +416,31 @@ rfm.book.glue("n_grid_text", ", ".join(str(n) for n in n_grid), "{}")
 # steps). `vec_learned` and the two task-scaling checks need MLP(vec) to learn at $n_\min$; they fail where it does
 # not (larger $d$, longer $n_\min$, fewer steps), which is a statement about the budget, see the prose above.
 #
-# Rules, worst of seeds 0–9 and margin: `vec_not_context` $\geq 1.5$ (worst 2.21, margin 0.71); `vec_learned`
-# $\leq 0.5$ (worst 0.355, margin 0.145); `tf_context` $\leq 0.45$ (worst 0.265, margin 0.185); `both_context`
-# $\leq 1.3$ (worst 1.122, margin 0.178); `vec_task_gain` $\geq 1.2$ (worst 1.314, margin 0.114);
-# `vec_minus_psi_task_gain` $\geq 0.2$ (worst 0.301, margin 0.101); `both_beyond_psi` $\leq 0.95$ (worst 0.869,
-# margin 0.081); `tf_task_gain` $\geq 1.1$ (worst 1.222, margin 0.122). The worst task gains all come from seed 0,
-# whose pool of 4 tasks happens to cover the plane well; the median gains are about 2.4 (MLP(vec)) and 2.9 (the
-# transformer). Four rules were set after the calibration from its values (`vec_not_context` from 1, `vec_learned`
-# from 0.6 and `tf_context` from 0.6 made stricter; `tf_task_gain` lowered from 1.2, where seed 0's 1.222 left a
-# margin of 0.02); the calibration was then run again with the final rules and gave the same values at every seed.
+# Rules, worst of seeds 0–9 and margin (from `results/calibration/in_context_scaling.json`; "(not calibrated)"
+# until the calibration has run with the current checks): `vec_not_context` {glue:text}`cal_vec_not_context`;
+# `vec_learned` {glue:text}`cal_vec_learned`; `tf_context` {glue:text}`cal_tf_context`; `both_context`
+# {glue:text}`cal_both_context`; `vec_task_gain` {glue:text}`cal_vec_task_gain`; `vec_minus_psi_task_gain`
+# {glue:text}`cal_vec_minus_psi_task_gain`; `both_beyond_psi` {glue:text}`cal_both_beyond_psi`; `tf_task_gain`
+# {glue:text}`cal_tf_task_gain`.
+
 
 # %%
 rfm.book.glue("n_test", P.n_test, "{:,}")
 ctx_trained = ctx[["MLP(ψ)", "MLP(vec)", "MLP([ψ, vec])", "SGPT", "transformer"]]
 checks = rfm.book.Checks("in_context_scaling", P, seed=seed, device=dev, output_dir=output_dir)
-checks.claim("vec_not_context", float(ratio["MLP(vec)"] - ratio["MLP(ψ)"]), at_least=1.5,
-             what="MSE(n_max)/MSE(n_min) of MLP(vec) minus that of MLP(psi), T infinite")
-checks.claim("vec_learned", vec_vs_zero, at_most=0.5,
-             what="MLP(vec) MSE at n_min, T infinite, over the zero predictor's")
-checks.claim("tf_context", float(ratio["transformer"]), at_most=0.45,
-             what="the transformer's MSE(n_max)/MSE(n_min), T infinite")
+rfm.book.glue_calibration("in_context_scaling", ["vec_not_context", "vec_learned", "tf_context", "both_context",
+                                                 "vec_task_gain", "vec_minus_psi_task_gain", "both_beyond_psi",
+                                                 "tf_task_gain"], fmt="{:.3g}")
+checks.sanity("vec_not_context", float(ratio["MLP(vec)"] - ratio["MLP(ψ)"]), at_least=1.5,
+              what="MSE(n_max)/MSE(n_min) of MLP(vec) minus that of MLP(psi), T infinite (at this budget; MLP(vec) "
+                   "is near the zero predictor at n_max: not evidence that it cannot context-scale)")
+checks.sanity("vec_learned", vec_vs_zero, at_most=0.5,
+              what="MLP(vec) MSE at n_min, T infinite, over the zero predictor's (precondition)")
+checks.claim("tf_context", tf_vs_zero_ratio, at_most=0.45,
+             what="the transformer's MSE(n_max)/MSE(n_min) over the zero predictor's, same test prompts, T infinite")
 checks.claim("both_context", both_context, at_most=1.3,
-             what="MLP([psi, vec]) MSE over the better of MLP(psi) and MLP(vec), worst n, T infinite")
+             what="MLP([psi, vec]) MSE within this factor of the better of MLP(psi) and MLP(vec), worst n, "
+                  "T infinite (non-inferiority)")
 checks.claim("vec_task_gain", float(gain["MLP(vec)"]), at_least=1.2,
              what="MLP(vec) MSE(T_min)/MSE(T infinite) at n_min")
 checks.claim("vec_minus_psi_task_gain", float(gain["MLP(vec)"] - gain["MLP(ψ)"]), at_least=0.2,
@@ -438,7 +460,7 @@ if P.task == "linear":
     checks.sanity("bayes_is_best", float((ctx_trained.min(axis=1) / ctx["ridge (Bayes)"]).min()), at_least=0.9,
                   what="min over n of the best trained model's MSE over ridge's (Bayes optimality)")
 checks.record(context=ctx.reset_index().to_dict(orient="list"), tasks=tsk.reset_index().to_dict(orient="list"),
-              sgpt_over_transformer=sgpt_vs_tf.tolist(), task_gain=gain.to_dict(), context_seconds=ctx_secs, task_seconds=tsk_secs,
+              sgpt_over_transformer=sgpt_vs_tf.tolist(), vec_over_zero_n_max=vec_vs_zero_n1, task_gain=gain.to_dict(), context_seconds=ctx_secs, task_seconds=tsk_secs,
               chapter_seconds=time.perf_counter() - start)
 checks.report()
 checks.finish();
@@ -446,19 +468,43 @@ checks.finish();
 # %%
 # the committed full-profile run (results/in_context_scaling/full.json), for the text below
 full = rfm.book.glue_full_run("in_context_scaling")
+# the longer-training run on one H200 (results/in_context_scaling/long_training.json)
+LONG = rfm.book.ROOT / "results" / "in_context_scaling" / "long_training.json"
+if LONG.exists():
+    lt = json.loads(LONG.read_text())["results"]
+    rfm.book.glue_many(
+        long_vec=(f"{lt['MLP(vec) n=4 steps=30000']['4']:.3f} at n = 4 and {lt['MLP(vec) n=32 steps=30000']['32']:.3f} "
+                  f"at n = 32 (at 3,000 steps: {lt['MLP(vec) n=4 steps=3000']['4']:.3f} and "
+                  f"{lt['MLP(vec) n=32 steps=3000']['32']:.3f}; the zero predictor {lt['zero n=32']:.2f} at n = 32)"),
+        long_psi=f"{lt['MLP(psi linear) n=32']['32']:.3f} at n = 32 after 3,000 steps",
+        long_norms=("MLP(ψ) at n = 4 and 32, linear " + f"{lt['MLP(psi linear) n=4']['4']:.3f}, "
+                    f"{lt['MLP(psi linear) n=32']['32']:.3f}; l1 {lt['MLP(psi l1) n=4']['4']:.3f}, "
+                    f"{lt['MLP(psi l1) n=32']['32']:.3f}; one SGPT block at n = 4 to 32, linear "
+                    + ", ".join(f"{lt['SGPT linear'][k]:.3f}" for k in ("4", "8", "16", "32")) + "; l1 "
+                    + ", ".join(f"{lt['SGPT l1'][k]:.3f}" for k in ("4", "8", "16", "32"))))
+else:
+    rfm.book.glue_many(long_vec="(not run)", long_psi="(not run)", long_norms="(not run)")
 
 # %% [markdown]
 # ## What we reproduced, what we could not, and why
 #
 # * **Reproduced, live, at a small scale** ($d =$ {glue:text}`d`, linear regression with noise, $n$ from
 #   {glue:text}`n0` to {glue:text}`n1`): $\psi$ alone, an MLP on $\psi$, one SGPT block and a small transformer
-#   context-scale; an MLP on the vectorised prompt does not (its error grows with $n$) although it has learned at
-#   short prompts; it task-scales where the MLP on $\psi$ saturates and $\psi$ alone cannot move; the MLP on
-#   $[\psi, \mathrm{vec}]$ follows the better of the two at every $n$ and goes beyond $\psi$ with many tasks. The
-#   transformer does both.
+#   context-scale (the transformer against the zero predictor on the same prompts); an MLP on the vectorised prompt
+#   task-scales where the MLP on $\psi$ saturates and $\psi$ alone cannot move; the MLP on $[\psi, \mathrm{vec}]$
+#   stays within a factor {glue:text}`both_context` of the better of the two at every $n$ (non-inferiority, not
+#   "better") and goes beyond $\psi$ with many tasks. The transformer does both.
+# * **Not reproduced: "MLPs on vec only task-scale".** MLP(vec)'s error grows with $n$ here, but at $n_\max$ it is
+#   {glue:text}`vec_vs_zero_n1` of the zero predictor's: it has not learned at long prompts. Trained ten times
+#   longer (30,000 steps, a run on one H200: `scripts/in_context_long_training.py`, committed as
+#   `results/in_context_scaling/long_training.json`, $d = 2$, $T = \infty$), MLP(vec)'s test error is
+#   {glue:text}`long_vec`: **it context-scales** once trained, though it stays behind MLP(ψ)
+#   ({glue:text}`long_psi`). At this scale the failure to context-scale is one of training budget, not of the
+#   MLP on vec; the check `vec_not_context` is kept as a labelled sanity measurement of the short budget. The same
+#   run compares the two normalisations of $\psi$: {glue:text}`long_norms`.
 # * **Qualified.** The dimension, the widths, the steps, the noise level, the pools and the transformer are ours,
-#   chosen so that every model trains in seconds on a CPU; the paper's (which we could not read) are larger
-#   ($d = 8$ in its Figure 6b according to a review). MLP(vec)'s failure to context-scale is shown at a budget: a
+#   chosen so that every model trains in seconds on a CPU; the paper's, which we could not read, are larger
+#   according to the reviews ($d = 8$ in its Figure 6b, says a review). MLP(vec)'s failure to context-scale is shown at a budget: a
 #   reviewer points out that an MLP of unbounded capacity could represent the ridge predictor, and that in the
 #   paper's own Figure 7B MLP(vec) context-scales somewhat with 5 million pre-training tasks. Our checks say that at
 #   a fixed, modest budget the longer input hurts MLP(vec) and does not hurt MLP(ψ); they do not say that no MLP
