@@ -420,9 +420,12 @@ rfm.book.glue("deep_lam_ratio", deep_lam_end * eta_deep / 2, "{:.2f}");
 # iteration 0 (which is $c \cdot 2/\eta$ = 1.5 times the stability edge by construction). Losses enter as base-10
 # logarithms of ratios.
 #
-# * `quad_converges`, `net_converges`: $\log_{10}$ of the NQM's (network's) final loss over its initial loss at
-#   $c = 1.5$, at most $-3$ (the loss ends below $10^{-3}$ of where it started): the quadratic model and the network
-#   converge at a learning rate where the linear model diverges. (An earlier version compared with the linear
+# * `quad_converges`: $\log_{10}$ of the NQM's final loss over its initial loss at $c = 1.5$, at most $-3$ (the
+#   loss ends below $10^{-3}$ of where it started): the quadratic model converges at a learning rate where the
+#   linear model diverges. The same quantity for the network, `net_converges`, is recorded, not checked: it reached
+#   $-3$ at {glue:text}`cal_net_conv_count` calibrated seeds (the worst ended at $10^{x}$ with $x$ =
+#   {glue:text}`cal_net_conv_worst`), so within the smoke profile's steps the network's convergence to that level is
+#   not a claim this run supports. (An earlier version compared with the linear
 #   model's loss, which diverges by algebra and is stopped at $10^8$ times its initial loss: that check passed for
 #   any final loss below about 100 times the initial one, so it could not fail.)
 # * `quad_spike`, `net_spike`: $\log_{10}$ of the peak loss over the initial loss at $c = 1.5$ minus the same at
@@ -472,8 +475,12 @@ deep_peak = {k: max(L) / L[0] if L else math.inf for k, L in deep_loss.items()}
 checks = rfm.book.Checks("quadratic_models_catapult", P, seed=seed, device=dev, output_dir=output_dir)
 checks.claim("quad_converges", log_ratio(final_loss(r_quad), r_quad["loss"][0]), at_most=-3,
              what="c = 1.5: log10(NQM's final loss / its initial loss); the linear model diverges there")
-checks.claim("net_converges", log_ratio(final_loss(r_net), r_net["loss"][0]), at_most=-3,
-             what="c = 1.5: log10(network's final loss / its initial loss); the linear model diverges there")
+# the network's convergence to 1e-3 of its start failed at one calibrated seed: recorded, reported, not checked
+checks.record(net_converges=log_ratio(final_loss(r_net), r_net["loss"][0]))
+_nc = [v for v in ((rfm.book.load_calibration("quadratic_models_catapult") or {}).get("measured") or {}).get(
+    "net_converges", []) if v is not None]
+rfm.book.glue("cal_net_conv_count", f"{sum(v <= -3 for v in _nc)} of {len(_nc)}" if _nc else "(not calibrated)")
+rfm.book.glue("cal_net_conv_worst", f"{max(_nc):.2f}" if _nc else "(not calibrated)")
 checks.claim("quad_spike", math.log10(peak_ratio(r_quad)) - math.log10(peak_ratio(runs["quadratic", c_lo])),
              at_least=1, what="log10(peak/initial loss) of the NQM at c = 1.5 minus at c = 0.5")
 checks.claim("net_spike", math.log10(peak_ratio(r_net)) - math.log10(peak_ratio(runs["network", c_lo])),
@@ -542,8 +549,9 @@ full = rfm.book.glue_full_run("quadratic_models_catapult", {
 # * **Reproduced.** With the paper's two-layer ReLU network and its NQM (closed form, checked against the generic
 #   second-order expansion), full-batch gradient descent has the three regimes the paper describes: monotone
 #   convergence below $2/\lambda_0$ for all three models; between $2/\lambda_0$ and an upper edge the linear model
-#   diverges while the NQM and the network catapult (the loss rises by two orders of magnitude and then converges)
-#   and their sharpness ends below $2/\eta$; above the edge all diverge. The generic `QuadraticModel` of a deeper
+#   diverges while the NQM and the network catapult (the loss rises by two orders of magnitude and then falls: the
+#   NQM's below $10^{-3}$ of its start at every calibrated seed, the network's not always, below) and their
+#   sharpness ends below $2/\eta$; above the edge all diverge. The generic `QuadraticModel` of a deeper
 #   MLP converges at $c = 1.5$ where its linearisation diverges, through a smaller spike than the two-layer
 #   model's: its peak was {glue:text}`cal_deep_quad_peak_range` times the initial loss over the ten calibration
 #   seeds (a tenfold peak at {glue:text}`cal_deep_quad_peak_ten` of them), the MLP's
@@ -559,6 +567,10 @@ full = rfm.book.glue_full_run("quadratic_models_catapult", {
 #   below); and the NQM's last converging grid point was never below
 #   the network's. A planning prototype (another draw) had found the NQM's edge between $c$ = 1.5 and 1.9 and the
 #   network's above it: where exactly the two edges lie depends on the draw.
+# * **Not reproduced at the smoke scale: the network's full convergence.** Within the smoke profile's steps the
+#   two-layer network's loss fell below $10^{-3}$ of its start at {glue:text}`cal_net_conv_count` calibrated seeds
+#   (worst $\log_{10}$ ratio {glue:text}`cal_net_conv_worst`); it catapults and its sharpness ends below the edge at
+#   every seed, but the convergence check is recorded, not claimed.
 # * **Not reproduced at this scale.** Better generalisation in the catapult phase: the change in test loss from
 #   $c = 0.5$ to $c = 1.5$ is small and changes sign across seeds on this task, for the network and the NQM alike
 #   (section 4). The paper's evidence is on real data sets (CIFAR-2, MNIST, SVHN, speech and text) with the best
