@@ -224,7 +224,8 @@ def worker(args):
     (X, y), (Xv, yv), (Xt, yt) = make_data(args.n, args.n_val, args.n_test, args.d, args.seed, device)
     fit = make_fit(args.model, cfg, device)
 
-    nw = min(args.n, 500) if not args.no_warmup else 0  # warm-up: the same code path on a small slice (threads, allocator, first-call costs)
+    # warm-up: the same code path on a small slice (threads, allocator, first-call costs)
+    nw = min(args.n, 500) if not args.no_warmup else 0
     if nw:
         fit(X[:nw], y[:nw], Xv, yv)
     sync(device)
@@ -246,8 +247,9 @@ def worker(args):
     pred = torch.as_tensor(predict(args.model, est, Xt)).to(yt)
     mse = float((pred - yt).square().mean())
     r2 = 1.0 - mse / float((yt - yt.mean()).square().mean())
-    out = {"model": args.model, "n": args.n, "status": "ok", "time_s": wall, "cpu_s": cpu, "test_mse": mse, "test_r2": r2,
-           "best_iter": best_iter(args.model, est, args.iters), "peak_mem_mb": peak, "peak_mem_kind": kind}
+    out = {"model": args.model, "n": args.n, "status": "ok", "time_s": wall, "cpu_s": cpu, "test_mse": mse,
+           "test_r2": r2, "best_iter": best_iter(args.model, est, args.iters), "peak_mem_mb": peak,
+           "peak_mem_kind": kind}
     if args.model.startswith("rfm"):
         out["solvers"] = [r["solver"] for r in est.history_]
         out["cg_iters"] = [r.get("cg_iters") for r in est.history_]
@@ -415,7 +417,8 @@ def profile_table(results, models, sizes):
 
 
 def render(info, settings, results):
-    """The markdown report of one run; from a saved JSON ``d``: ``render(d["machine"], d["settings"], d["results"])``."""
+    """The markdown report of one run; from a saved JSON ``d``:
+    ``render(d["machine"], d["settings"], d["results"])``."""
     models, sizes = settings["models"], settings["sizes"]
     md = [f"Measured {info['date']} on {info.get('gpu', info['cpu'])} ({info['cpu_count']} CPU cores, "
           f"{settings['threads']} torch threads), torch {info['torch']}, xrfm {info['xrfm']}, commit {info['commit']}"

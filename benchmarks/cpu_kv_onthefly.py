@@ -8,20 +8,23 @@ import time
 
 import torch
 
-torch.set_num_threads(2)
 import rfm
 from rfm.core.cg import KernelOperator
 
+torch.set_num_threads(2)
 k = rfm.LaplaceKernel(10.0)
 res = []
 for N in (20000, 40000):
     g = torch.Generator().manual_seed(N)
-    X = torch.randn(N, 100, generator=g); v = torch.randn(N, 1, generator=g)
+    X = torch.randn(N, 100, generator=g)
+    v = torch.randn(N, 1, generator=g)
     op = KernelOperator(k, X, store=False, fused=False)
     op.matmul(v[:, :])
     ts = []
     for _ in range(2):
-        t = time.perf_counter(); op.matmul(v); ts.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        op.matmul(v)
+        ts.append(time.perf_counter() - t)
     res.append({"n": N, "s": min(ts), "times": ts, "entries_per_s": N * N / min(ts)})
     print(res[-1], flush=True)
 print(json.dumps({"cpu": platform.processor(), "threads": 2, "load": os.getloadavg(), "rows": res}))

@@ -9,16 +9,19 @@ def tf32(x):  # round-to-nearest to 10 mantissa bits
     i = (i + 0x1000) & ~0x1FFF
     return i.view(torch.float32)
 n, d = 6000, 100
-X = torch.randn(n, d); v = torch.randn(n, 1)
+X = torch.randn(n, d)
+v = torch.randn(n, 1)
 X64, v64 = X.double(), v.double()
 D64 = torch.cdist(X64, X64).square()
-K64 = torch.exp(-D64.sqrt() / 10); K64.fill_diagonal_(1.0)
+K64 = torch.exp(-D64.sqrt() / 10)
+K64.fill_diagonal_(1.0)
 ref = K64 @ v64
 xx = X.square().sum(1)
 def kv(dist_tf32, prod_tf32):
     Xa = tf32(X) if dist_tf32 else X
     dot = (Xa.double() @ Xa.double().T).float() if dist_tf32 else X @ X.T
-    D = (xx[:, None] + xx[None, :] - 2 * dot).clamp_min(0); D.fill_diagonal_(0)
+    D = (xx[:, None] + xx[None, :] - 2 * dot).clamp_min(0)
+    D.fill_diagonal_(0)
     K = torch.exp(-D.sqrt() / 10)
     if prod_tf32:
         return tf32(K).double() @ tf32(v).double()

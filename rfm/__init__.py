@@ -59,8 +59,9 @@ def __getattr__(name):  # rfm.conv and the other pre-0.2 module attributes, with
     raise AttributeError(f"module 'rfm' has no attribute {name!r}")
 
 __all__ = [
-    "AGOPAccumulator", "AutoSolver", "CGSolver", "DegenerateAGOPError", "DirectSolver", "FeatureMatrix", "GaussianKernel", "Kernel",
-    "KernelMachine", "LaplaceKernel", "NTKKernel", "PolynomialKernel", "QuadraticKernel", "RFMClassifier", "RFMRegressor",
+    "AGOPAccumulator", "AutoSolver", "CGSolver", "DegenerateAGOPError", "DirectSolver", "FeatureMatrix",
+    "GaussianKernel", "Kernel", "KernelMachine", "LaplaceKernel", "NTKKernel", "PolynomialKernel", "QuadraticKernel",
+    "RFMClassifier", "RFMRegressor",
     "accuracy", "agop", "as_feature_matrix", "feature_matrix_from_agop", "feature_update", "get_device",
     "get_kernel", "get_solver", "jacobians", "kernel_agop", "kernel_gradients", "kernel_matrix", "make_generator",
     "matrix_correlation", "mse", "psd_power", "r2_score", "seed_everything", "solve_krr", "subspace_overlap",

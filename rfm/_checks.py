@@ -177,7 +177,8 @@ def to_tensor(x, name: str) -> torch.Tensor:
         raise TypeError(f"{name} is a sparse matrix, but dense data is required; convert it with {name}.toarray()")
     if isinstance(x, torch.Tensor):
         if x.layout != torch.strided:
-            raise TypeError(f"{name} is a sparse tensor ({x.layout}), but dense data is required; use {name}.to_dense()")
+            raise TypeError(f"{name} is a sparse tensor ({x.layout}), but dense data is required; "
+                            f"use {name}.to_dense()")
         t = x
     else:
         try:
@@ -232,8 +233,10 @@ def check_matrix(X, name: str = "X", *, dtype=None, device=None, min_rows: int =
     if t.dtype == torch.bool:
         raise TypeError(f"{name} must be numeric, got dtype torch.bool")
     if t.ndim != 2:
-        hint = " (reshape a single feature with X.reshape(-1, 1), a single sample with X.reshape(1, -1))" if t.ndim == 1 else ""
-        raise ValueError(f"{name} must be a 2-D array of shape (n_samples, n_features), got shape {tuple(t.shape)}{hint}")
+        hint = (" (reshape a single feature with X.reshape(-1, 1), a single sample with X.reshape(1, -1))"
+                if t.ndim == 1 else "")
+        raise ValueError(f"{name} must be a 2-D array of shape (n_samples, n_features), "
+                         f"got shape {tuple(t.shape)}{hint}")
     if t.shape[0] < min_rows:
         raise ValueError(f"{name} must have at least {min_rows} sample(s), got {t.shape[0]}")
     if t.shape[1] < 1:

@@ -3,7 +3,8 @@
     python scripts/check_links.py [--html DIR] [--external] [--timeout S]
 
 Every page of the site (``_build/html/**/*.html``; the theme templates in ``_static/`` aside) is read, and every
-link of it (``href`` of ``<a>`` and ``<link>``, ``src`` of ``<img>``, ``<script>``, ``<source>``, ``<iframe>``) is classified:
+link of it (``href`` of ``<a>`` and ``<link>``, ``src`` of ``<img>``, ``<script>``, ``<source>``, ``<iframe>``) is
+classified:
 
 * **internal** (a relative path, ``#anchor`` or ``file:``): the target file must exist in the site, and an anchor
   (``page.html#section``) must be an ``id`` (or ``<a name>``) of that page. A broken internal link fails the check.

@@ -25,11 +25,11 @@ AUTO_CROSSOVER = {"cpu": 3000, "cuda": 20000}
 
 #: The solver ``solver="auto"`` uses once K no longer fits in memory, per (device type, fused kernel available),
 #: "cg" (preconditioned CG with products on the fly, by the fused Triton kernel where it is available, else in
-#: blocks) or "eigenpro3" (:class:`rfm.core.eigenpro.EigenPro3Solver`, on centres). CUDA, measured on one H200 (results/gpu/
-#: 2026-11-27-h200, commits ca5b71d and 68e16d8): one on-the-fly K·v at n = 10^6, d = 100 takes 18.9 s with the
-#: fused kernel at float32 accuracy (tf32x3; 21.0 s blocked, ../shared/measurements/h200-2026-11-27), so a CG solve
-#: of ~50 products takes ~16 min, while EigenPro 3 fits n = 10^6 with five feature updates in 189 s (test MSE
-#: 4.6e-4). Hence EigenPro 3 on CUDA, fused or not. CPU: no EigenPro 3 measurement at scale; CG stays.
+#: blocks) or "eigenpro3" (:class:`rfm.core.eigenpro.EigenPro3Solver`, on centres). CUDA, measured on one H200
+#: (results/gpu/2026-11-27-h200, commits ca5b71d and 68e16d8): one on-the-fly K·v at n = 10^6, d = 100 takes
+#: 18.9 s with the fused kernel at float32 accuracy (tf32x3; 21.0 s blocked, ../shared/measurements/h200-2026-11-27),
+#: so a CG solve of ~50 products takes ~16 min, while EigenPro 3 fits n = 10^6 with five feature updates in 189 s
+#: (test MSE 4.6e-4). Hence EigenPro 3 on CUDA, fused or not. CPU: no EigenPro 3 measurement at scale; CG stays.
 AUTO_BEYOND_MEMORY = {("cpu", False): "cg", ("cpu", True): "cg", ("cuda", True): "eigenpro3",
                       ("cuda", False): "eigenpro3"}
 

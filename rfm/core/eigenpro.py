@@ -362,7 +362,7 @@ def eigenpro2(op: KernelOperator, Y: torch.Tensor, reg: float = 0.0, *, epochs: 
     ynorm = float(Y2.norm()) or 1.0
     mses, rels = [], []
     ep = 0
-    for ep in range(1, epochs + 1):
+    for ep in range(1, epochs + 1):  # noqa: B007  (read after the loop: the epochs run, fewer at tol)
         for B in torch.randperm(n, generator=g).to(Y2.device).split(setup.bs):
             C = op.columns(B).to(dt)                       # K(X, X_B), (n, b)
             G = C.T @ A - Y2[B]
@@ -469,7 +469,7 @@ def eigenpro3(kernel: Kernel, Xt: torch.Tensor, Y: torch.Tensor, Zt: torch.Tenso
         return theta
 
     ep = 0
-    for ep in range(1, epochs + 1):
+    for ep in range(1, epochs + 1):  # noqa: B007  (read after the loop: the epochs run)
         for B in torch.randperm(n, generator=g).to(Xt.device).split(setup.bs):
             KBZ = kernel_matrix(kernel, Xt[B], Zt, transformed=True).to(dt)      # (b, p)
             R = KBZ @ a - Y2[B]

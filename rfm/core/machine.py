@@ -309,8 +309,8 @@ def transformed_agop(kernel, Xt, alpha, Zt, pairs=None, *, diag=False, center=Fa
                      mem_bytes=None, acc_dtype=torch.float64, algorithm="auto", K=None, centre=None):
     """The AGOP in transformed coordinates (r x r, or r with ``diag``), streamed over the rows of Zt.
 
-    ``pairs`` (from :func:`rfm.core.coincident.coincident_pairs`) are the (evaluation point, center) pairs that are the same
-    point; their weight is 0.
+    ``pairs`` (from :func:`rfm.core.coincident.coincident_pairs`) are the (evaluation point, center) pairs that are the
+    same point; their weight is 0.
 
     ``algorithm``: "direct" forms each gradient g_jc (cost ~ m n c r) and accumulates g g^T, the numerically safe
     form; "folded" sums over the outputs before the large products (cost ~ m n (n + c + r)), which is much faster

@@ -5,9 +5,9 @@ Mallinar, Beaglehole, Zhu, Radhakrishnan, Pandit & Belkin, "Emergence in non-neu
 arithmetic via average gradient outer product" (arXiv 2407.20199, ICML 2025), with the conventions of their code
 (``nmallinar/rfm-grokking``):
 
-* **data** -- all pairs (x, y) in Z_p^2 (y != 0 for division) with label ``x o y mod p``, ``o in {+, -, *, /}``; the input
-  is the concatenation of the one-hot codes of x and y (R^{2p}), the target the one-hot code of the label (R^p);
-  a seeded random fraction of the pairs is the training set.
+* **data** -- all pairs (x, y) in Z_p^2 (y != 0 for division) with label ``x o y mod p``, ``o in {+, -, *, /}``; the
+  input is the concatenation of the one-hot codes of x and y (R^{2p}), the target the one-hot code of the label
+  (R^p); a seeded random fraction of the pairs is the training set.
 * **the off-diagonal block** -- a feature matrix M (2p x 2p) acts on the pair through its p x p blocks; the
   block M[:p, p:] couples the digits x and y, and it is where the solution shows. For x + y it becomes *circulant*
   (B[i, j] depends on (i - j) mod p only); the other operations are circulant after re-indexing the digits
@@ -551,7 +551,8 @@ def unreindex_block(C, p: int, operation: str = "add") -> torch.Tensor:
     C = _matrix(C, "C", square=False, finite=False)
     rows, cols = block_orders(p, operation)
     if C.shape != (len(rows), len(cols)):
-        raise ValueError(f"C must have shape {(len(rows), len(cols))} for p={p} and {operation!r}, got {tuple(C.shape)}")
+        raise ValueError(f"C must have shape {(len(rows), len(cols))} for p={p} and {operation!r}, "
+                         f"got {tuple(C.shape)}")
     B = torch.zeros(p, p, dtype=C.dtype)
     B[rows[:, None], cols[None, :]] = C
     return B
@@ -675,7 +676,8 @@ def dft_matrix(n: int, dtype=torch.complex128) -> torch.Tensor:
     if dtype not in (torch.complex64, torch.complex128):
         raise ValueError(f"dtype must be torch.complex64 or torch.complex128 (the DFT is complex), got {dtype!r}")
     k = torch.arange(n, dtype=torch.float64)
-    return torch.polar(torch.full((n, n), n**-0.5, dtype=torch.float64), -2 * torch.pi * torch.outer(k, k) / n).to(dtype)
+    return torch.polar(torch.full((n, n), n**-0.5, dtype=torch.float64),
+                       -2 * torch.pi * torch.outer(k, k) / n).to(dtype)
 
 
 def fourier_diagonalize(A) -> torch.Tensor:
@@ -812,8 +814,8 @@ def random_circulant_features(p: int, operation: str = "add", *, generator=0, dt
 
     with C = :func:`random_circulant_block`. The construction matters: the centred identity blocks remove the
     digit-independent direction, and the square root. The matrix inside is usually indefinite (the eigenvalues are
-    ``1 +- |fft(c)_k|``, and ``|fft(c)_k| > 1`` for most k); the code takes the real part of scipy's principal square root,
-    which for a symmetric matrix is V max(lambda, 0)^{1/2} V^T, i.e. :func:`rfm.utils.psd_power` with power 1/2.
+    ``1 +- |fft(c)_k|``, and ``|fft(c)_k| > 1`` for most k); the code takes the real part of scipy's principal square
+    root, which for a symmetric matrix is V max(lambda, 0)^{1/2} V^T, i.e. :func:`rfm.utils.psd_power` with power 1/2.
 
     Parameters
     ----------
@@ -972,9 +974,10 @@ def centred_identity_distance(M, p: int | None = None) -> float:
     return float((D - k * P).norm() / D.norm())
 
 
-# Names that moved to rfm.nets in 0.2 (a data module holds no network, training callback or curve measure): old -> new module.
-MOVED = {"quadratic_net": "rfm.nets.mlp", "NetworkProgress": "rfm.nets.callbacks", "GrokkingProgress": "rfm.nets.callbacks",
-         "first_reaching": "rfm.nets.curves"}
+# Names that moved to rfm.nets in 0.2 (a data module holds no network, training callback or curve measure):
+# old -> new module.
+MOVED = {"quadratic_net": "rfm.nets.mlp", "NetworkProgress": "rfm.nets.callbacks",
+         "GrokkingProgress": "rfm.nets.callbacks", "first_reaching": "rfm.nets.curves"}
 
 
 def __getattr__(name):

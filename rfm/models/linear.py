@@ -60,8 +60,8 @@ from ..utils import make_generator, psd_power
 from .loop import rfm_loop
 
 __all__ = ["CompletionStep", "LinRFMRegressor", "SparseStep", "irls", "irls_step", "lin_rfm_sparse",
-           "lin_rfm_sparse_step", "lin_rfm_completion", "irls_completion", "completion_predict", "completion_metric", "alpha_to_irls_p",
-           "irls_p_to_alpha"]
+           "lin_rfm_sparse_step", "lin_rfm_completion", "irls_completion", "completion_predict", "completion_metric",
+           "alpha_to_irls_p", "irls_p_to_alpha"]
 
 
 def alpha_to_irls_p(alpha: float) -> float:

@@ -68,7 +68,8 @@ from .mlp import (
 )
 from .training import fit, num_threads
 
-__all__ = ["ACTIVATIONS", "INITS", "LOSSES", "MLP", "OPTIMIZERS", "alignment", "barlow_twins", "baselines", "callbacks", "catapults", "classifier", "curves", "dynamics", "fact",
-           "column_norm_matched_weights", "conv", "fit", "format_nfa_table", "layer_agop", "linear", "matched_network", "matched_nfa",
-           "nfa_table", "nfm", "num_threads", "optim", "parametrisation", "quadratic_net", "qwem", "saddle", "spectrum_matched_weights", "stepwise",
-           "tangent_kernel", "train", "training", "two_layer"]
+__all__ = ["ACTIVATIONS", "INITS", "LOSSES", "MLP", "OPTIMIZERS", "alignment", "barlow_twins", "baselines", "callbacks",
+           "catapults", "classifier", "curves", "dynamics", "fact", "column_norm_matched_weights", "conv", "fit",
+           "format_nfa_table", "layer_agop", "linear", "matched_network", "matched_nfa", "nfa_table", "nfm",
+           "num_threads", "optim", "parametrisation", "quadratic_net", "qwem", "saddle", "spectrum_matched_weights",
+           "stepwise", "tangent_kernel", "train", "training", "two_layer"]

@@ -24,8 +24,8 @@ import torch
 
 from .._checks import check_number
 
-__all__ = ["count_drops", "count_spikes", "first_reaching", "half_time", "largest_spike", "logistic_mode", "logistic_onset",
-           "loss_drops", "mode_onsets", "plateau_fraction", "plateau_levels", "rescaled_gap"]
+__all__ = ["count_drops", "count_spikes", "first_reaching", "half_time", "largest_spike", "logistic_mode",
+           "logistic_onset", "loss_drops", "mode_onsets", "plateau_fraction", "plateau_levels", "rescaled_gap"]
 
 
 def _series(values, name: str) -> np.ndarray:

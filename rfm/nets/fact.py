@@ -303,7 +303,7 @@ def polish_lbfgs(model: MLP, X, y, *, weight_decay: float, loss: str = "mse", to
         opt = torch.optim.LBFGS(params, lr=lr, max_iter=int(iters_per_round), history_size=50,
                                 tolerance_grad=tol / 10, tolerance_change=0.0, line_search_fn="strong_wolfe")
 
-        def closure():
+        def closure(opt=opt):
             opt.zero_grad(set_to_none=True)
             value = regularized_loss(model, X, Y, weight_decay, loss)
             value.backward()

@@ -184,8 +184,8 @@ def planted_cooccurrence(n_attributes: int, strengths, *, n_pairs: int | None = 
     """A corpus with planted analogies: one word per sign vector s in {-1, +1}^a (V = 2^a words, all equally
     frequent), co-occurring with probability P_ij = P_i P_j (1 + sum_k beta_k s_ik s_jk) (beta = ``strengths``,
     sum < 1), so that M* = 2x / (2 + x) with x = sum_k beta_k s_ik s_jk is a function of s_i * s_j and its
-    eigenvectors are the Walsh functions of the attributes, the single attributes on top. With ``n_pairs`` the counts are a
-    multinomial sample of that many pairs (symmetrised); else the exact P. Returns {"counts", "signs", "P"}.
+    eigenvectors are the Walsh functions of the attributes, the single attributes on top. With ``n_pairs`` the counts
+    are a multinomial sample of that many pairs (symmetrised); else the exact P. Returns {"counts", "signs", "P"}.
 
     Parameters
     ----------
@@ -226,7 +226,8 @@ def planted_cooccurrence(n_attributes: int, strengths, *, n_pairs: int | None = 
 
 def planted_analogies(signs, n: int = 200, *, generator=0) -> torch.Tensor:
     """``n`` analogy quadruples (a, b, c, d) over words given by sign vectors: b is a with one attribute k
-    flipped, c another word with a's value of attribute k, d is c with attribute k flipped (a : b :: c : d). (n, 4) integer tensor.
+    flipped, c another word with a's value of attribute k, d is c with attribute k flipped (a : b :: c : d). (n, 4)
+    integer tensor.
 
     Parameters
     ----------

@@ -20,7 +20,8 @@ equation; :func:`rf_risk` implements the RF eigenframework of Simon, Karkada, Gh
 better"), *as written in the authors' code* (``dkarkada/more-is-better``, ``theory.py``, ``rf_krr_risk_theory``):
 kappa and gamma solve
 
-    sum_i lambda_i / (lambda_i + gamma) + delta / kappa = n,     sum_i lambda_i / (lambda_i + gamma) + k kappa / gamma = k,
+    sum_i lambda_i / (lambda_i + gamma) + delta / kappa = n,
+    sum_i lambda_i / (lambda_i + gamma) + k kappa / gamma = k,
 
 and with L_i = lambda_i / (lambda_i + gamma), z = sum L_i, q = sum L_i^2,
 
@@ -282,9 +283,9 @@ def rf_risk(eigvals, coeffs, n: float, k: float, ridge: float = 0.0, noise: floa
         lo = g_k * (1 + 1e-12) if g_k > 0 else lam[lam > 0].min() * 1e-30
         gamma = _bisect_log(f, lo, top)
     elif n < min(k, pos):
-        gamma = _bisect_log(lambda g: z_of(g) - n, lam[lam > 0].min() * 1e-30, top)   # interpolation: z = n
+        gamma = _bisect_log(lambda g: z_of(g) - n, lam[lam > 0].min() * 1e-30, top)  # interpolation: z = n
     elif k < n and k < pos:
-        gamma = g_k                                                                     # least squares: z = k, kappa = 0
+        gamma = g_k                                                                    # least squares: z = k, kappa = 0
     else:
         raise ValueError(f"ridgeless random-feature regression with n = {n} and k = {k} (and {pos} modes) is at or "
                          f"past the interpolation threshold where the risk diverges: use a positive ridge")
@@ -447,7 +448,8 @@ class RidgePath:
         if K.ndim != 2 or K.shape[0] != K.shape[1]:
             raise ValueError(f"K must be a square kernel matrix, got shape {tuple(K.shape)}")
         if y.ndim != 1 or y.numel() != K.shape[0]:
-            raise ValueError(f"y must be a vector with one value per row of K ({K.shape[0]}), got shape {tuple(y.shape)}")
+            raise ValueError(f"y must be a vector with one value per row of K ({K.shape[0]}), "
+                             f"got shape {tuple(y.shape)}")
         if not (torch.isfinite(K).all() and torch.isfinite(y).all()):
             raise ValueError("K and y must be finite")
         s, U = torch.linalg.eigh(0.5 * (K + K.T))
@@ -518,8 +520,8 @@ def gaussian_design_risks(eigvals, coeffs, n: int, ridges, *, k: int | None = No
     the kernel limit, KRR with K(x, x') = x^T Lambda x'; with an integer k it is ridge regression on the k random
     features Phi(x) = G Lambda^(1/2) x / sqrt(k), G with N(0, 1) entries, whose kernel tends to the same limit as k
     grows (the construction of the "more is better" paper's Gaussian experiments). The learnt function is linear,
-    f(x) = u . x, so its test risk is exact: ``norm(u - v)^2 + sigma^2`` (no test set). Returns two arrays, one value per
-    ridge.
+    f(x) = u . x, so its test risk is exact: ``norm(u - v)^2 + sigma^2`` (no test set). Returns two arrays, one value
+    per ridge.
 
     Parameters
     ----------
@@ -553,16 +555,16 @@ def gaussian_design_risks(eigvals, coeffs, n: int, ridges, *, k: int | None = No
     X = torch.randn(n, P, generator=gen, dtype=torch.float64)
     y = X @ v + math.sqrt(noise) * torch.randn(n, generator=gen, dtype=torch.float64)
     if k is None:
-        F = X * root                                                 # Phi = X Lambda^(1/2): u = Lambda^(1/2) Phi^T alpha
+        F = X * root                                                # Phi = X Lambda^(1/2): u = Lambda^(1/2) Phi^T alpha
         T = F.T * root[:, None]
     else:
         k = check_number("k", k, low=1, integer=True)
         G = torch.randn(k, P, generator=gen, dtype=torch.float64)
-        W = (G * root) / math.sqrt(k)                                # Phi(x) = W x
+        W = (G * root) / math.sqrt(k)                               # Phi(x) = W x
         F = X @ W.T
-        T = W.T @ F.T                                                # u = W^T Phi^T alpha
+        T = W.T @ F.T                                               # u = W^T Phi^T alpha
     path = RidgePath(F @ F.T, y)
-    U = T @ path.coefficients(ridges)                                # (P, R): the learnt u per ridge
+    U = T @ path.coefficients(ridges)                               # (P, R): the learnt u per ridge
     test = ((U - v[:, None]) ** 2).sum(0) + noise
     return test.numpy(), path.train_mse(ridges).numpy()
 

@@ -53,9 +53,9 @@ __all__ = ["InversionRun", "OrderFit", "convergence_order", "newton_schulz", "re
 class InversionRun(NamedTuple):
     """The result of an iterative inversion.
 
-    ``X`` is the last iterate (the input's dtype and device); ``errors`` the residual ``|``||I - A X||``|_F`` before the first
-    step and after each step (Newton--Schulz) or epoch (SGD), a float64 CPU tensor; ``diverged`` is True when the
-    error passed ``blowup`` or stopped being finite (the run stopped there).
+    ``X`` is the last iterate (the input's dtype and device); ``errors`` the residual ``|``||I - A X||``|_F`` before the
+    first step and after each step (Newton--Schulz) or epoch (SGD), a float64 CPU tensor; ``diverged`` is True when
+    the error passed ``blowup`` or stopped being finite (the run stopped there).
 
     Parameters
     ----------
@@ -176,7 +176,8 @@ def sgd_inverse(A, X0, epochs: int, *, batch_size: int = 1, step="adaptive", dir
     ``"coordinates"`` (the columns of X) or ``"orthogonal"`` (a random orthonormal basis). ``sampling`` is
     ``"reshuffle"`` (each epoch one pass over a freshly shuffled basis, without replacement) or ``"replace"`` (each
     step a fresh batch). ``batch_size`` must divide d. ``seed`` (an int or a torch.Generator) fixes the order of the
-    directions. Errors ``|``||I - A X||``|_F`` are recorded per epoch; the run stops early at ``tol`` or above ``blowup``.
+    directions. Errors ``|``||I - A X||``|_F`` are recorded per epoch; the run stops early at ``tol`` or above
+    ``blowup``.
 
     Parameters
     ----------

@@ -146,9 +146,10 @@ def summary(out: Path) -> str:
     big = load("big.json")
     for key, r in (big or {}).items():
         prog = r.get("progress", [])
+        last = {k: prog[-1].get(k) for k in ("fit_s_so_far", "test_mse", "cg_iters")} if prog else None
         lines.append(f"| {key} | {r.get('status')} fit {r.get('fit_s', float('nan')):.1f} s, test MSE "
                      f"{r.get('test_mse')}, peak {r.get('peak_gb', 0):.1f} GB; solves done {len(prog)}"
-                     f"{'; last ' + json.dumps({k: prog[-1].get(k) for k in ('fit_s_so_far', 'test_mse', 'cg_iters')}) if prog else ''}"
+                     f"{'; last ' + json.dumps(last) if prog else ''}"
                      f"{'; ' + r['error'] if 'error' in r else ''} |")
     b = load("bench.json")
     if b:

@@ -53,8 +53,10 @@ def timed(fn, reps, warm=True):
     return statistics.median(ts), ts
 
 
-CONFIGS = [dict(BM=128, BN=64, BD=128, num_warps=8, num_stages=2), dict(BM=128, BN=64, BD=32, num_warps=8, num_stages=2),
-           dict(BM=64, BN=64, BD=128, num_warps=4, num_stages=2), dict(BM=128, BN=128, BD=128, num_warps=8, num_stages=2),
+CONFIGS = [dict(BM=128, BN=64, BD=128, num_warps=8, num_stages=2),
+           dict(BM=128, BN=64, BD=32, num_warps=8, num_stages=2),
+           dict(BM=64, BN=64, BD=128, num_warps=4, num_stages=2),
+           dict(BM=128, BN=128, BD=128, num_warps=8, num_stages=2),
            dict(BM=256, BN=64, BD=128, num_warps=8, num_stages=2)]
 best = dict(fused.CONFIG) if args.no_sweep else None
 if best is not None:
@@ -74,7 +76,8 @@ for N in args.sizes:
         sweep = []
         for cfg in CONFIGS:
             try:
-                med, ts = timed(lambda X=X, v=v, cfg=cfg: fused.kernel_product(k, X, X, v, ids=ids, config=cfg), 3)
+                fn = lambda X=X, v=v, cfg=cfg, ids=ids: fused.kernel_product(k, X, X, v, ids=ids, config=cfg)
+                med, ts = timed(fn, 3)
                 sweep.append({"config": cfg, "s": med})
                 print(f"sweep n={N} {cfg}: {med:.4f} s", flush=True)
             except Exception as e:  # a config the compiler refuses (shared memory, registers)
@@ -91,7 +94,8 @@ for N in args.sizes:
         if prec == "ieee" and N != args.sizes[0]:
             continue
         reps = 3 if N < 1_000_000 else 1
-        fn = lambda X=X, v=v, prec=prec: fused.kernel_product(k, X, X, v, ids=ids, config=best, precision=prec)
+        fn = lambda X=X, v=v, prec=prec, ids=ids, best=best: fused.kernel_product(k, X, X, v, ids=ids, config=best,
+                                                                                  precision=prec)
         med, ts = timed(fn, reps, warm=N < 1_000_000)
         o = timed.last
         rel = float((o[:1000].double() - ref).norm() / ref.norm())

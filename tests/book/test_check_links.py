@@ -18,7 +18,8 @@ def site(tmp_path: Path, chapter_links: str) -> Path:
     (html / "_static" / "template.html").write_text('<a href="{{ pathto(\'x\') }}">theme template</a>')
     (html / "index.html").write_text('<link rel="stylesheet" href="_static/style.css"><h1 id="top">Book</h1>'
                                      '<a href="notebooks/ch.html#checks">Checks</a> <a href="#top">top</a> '
-                                     '<a href="https://example.invalid/paper">paper</a> <a href="mailto:a@b.c">mail</a>')
+                                     '<a href="https://example.invalid/paper">paper</a> '
+                                     '<a href="mailto:a@b.c">mail</a>')
     (html / "notebooks" / "ch.html").write_text(f'<section id="checks"><a name="old"></a>{chapter_links}</section>')
     return html
 
@@ -29,7 +30,8 @@ def run(html: Path, *extra: str) -> subprocess.CompletedProcess:
 
 
 def test_a_site_whose_links_resolve_passes(tmp_path):
-    proc = run(site(tmp_path, '<a href="../index.html#top">home</a> <a href="#old">old</a> <img src="../_static/style.css">'))
+    proc = run(site(tmp_path, '<a href="../index.html#top">home</a> <a href="#old">old</a> '
+                              '<img src="../_static/style.css">'))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "2 page(s), 0 broken internal link(s); 2 external link(s) not fetched" in proc.stdout
 

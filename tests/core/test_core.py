@@ -145,7 +145,8 @@ def test_fit_is_repeatable_and_batch_independent():
 def test_docstring_examples_run(module):
     import doctest
     import importlib
-    result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    result = doctest.testmod(importlib.import_module(module),
+                             optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     assert result.attempted > 0 and result.failed == 0
 
 

@@ -162,7 +162,8 @@ def test_cosines_are_clamped_and_deep_recursions_stay_finite():
         K = NTKKernel(depth=depth)(X.to(dtype))
         assert torch.isfinite(K).all()
         assert (K.diagonal() > 0).all()
-    # equal and opposite points get exact values after the clamp: Theta(x, 3x) = 3 Theta(x, x), Theta(x, -x) follows the layer sum
+    # equal and opposite points get exact values after the clamp: Theta(x, 3x) = 3 Theta(x, x), Theta(x, -x) follows
+    # the layer sum
     x = x.double()
     X = torch.cat([x, 3.0 * x, x, -x])  # exact multiples in float64
     K = NTKKernel(depth=3)(X)

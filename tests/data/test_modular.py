@@ -320,4 +320,4 @@ def test_names_that_moved_to_rfm_nets_still_import_with_a_deprecation_warning():
         with pytest.warns(DeprecationWarning, match=f"rfm.data.modular.{name} moved"):
             assert getattr(mod, name) is new
     with pytest.raises(AttributeError):
-        mod.no_such_name
+        _ = mod.no_such_name

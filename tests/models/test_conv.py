@@ -446,7 +446,8 @@ def test_filters_drawn_from_M_have_its_covariance_and_range():
     # a rank-one M: every filter is a multiple of its eigenvector
     v = torch.randn(18, generator=g, dtype=f64)
     W = conv_from_feature_matrix(torch.outer(v, v), 2, 50, 3, generator=2, dtype="float64").weight.reshape(50, -1)
-    torch.testing.assert_close(W - (W @ v)[:, None] * v / v.dot(v), torch.zeros_like(W), rtol=0, atol=1e-6)  # sqrt of round-off eigenvalues
+    # atol: the square roots of round-off eigenvalues
+    torch.testing.assert_close(W - (W @ v)[:, None] * v / v.dot(v), torch.zeros_like(W), rtol=0, atol=1e-6)
     same = conv_from_feature_matrix(M, 1, 10, 3, generator=5).weight
     assert torch.equal(same, conv_from_feature_matrix(M, 1, 10, 3, generator=5).weight)
     with pytest.raises(ValueError, match="patch entries"):

@@ -206,7 +206,8 @@ def test_train_accepts_an_optimizer_instance_and_records_the_start():
     history = nets.train(model, X, y, optimizer=opt, epochs=3, record_initial=True)
     assert [r["epoch"] for r in history] == [0, 1, 2, 3]
     with torch.no_grad():
-        assert history[0]["train_loss"] == pytest.approx(float(((nets.MLP(4, [8], 1, generator=0)(X)[:, 0] - y) ** 2).mean()))
+        first = float(((nets.MLP(4, [8], 1, generator=0)(X)[:, 0] - y) ** 2).mean())
+        assert history[0]["train_loss"] == pytest.approx(first)
     with pytest.raises(ValueError, match="optimizer must be one of"):
         nets.train(model, X, y, optimizer="rmsprop", epochs=1)
 

@@ -43,7 +43,8 @@ def test_positive_part_is_eckart_young():
 def test_single_mode_onset_matches_logistic_closed_form():
     # one mode: W W^T - M with M = lam u u^T and W0 along u; x = ||u^T W||^2 is logistic with rate 2 lam
     lam, x0, lr = 3.0, 1e-8, 1e-3
-    u = torch.zeros(5, 1, dtype=torch.float64); u[0] = 1
+    u = torch.zeros(5, 1, dtype=torch.float64)
+    u[0] = 1
     M = lam * u @ u.T
     W0 = math.sqrt(x0) * u
     r = sw.factorization_gd(M, 1, lr=lr, steps=6000, record_every=1, W0=W0)

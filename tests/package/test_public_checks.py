@@ -42,7 +42,8 @@ def test_small_checks():
 def test_check_generator_seeds_and_passes_cpu_generators_through():
     g = torch.Generator().manual_seed(5)
     assert check_generator(g) is g
-    assert torch.equal(torch.rand(3, generator=check_generator(5)), torch.rand(3, generator=torch.Generator().manual_seed(5)))
+    assert torch.equal(torch.rand(3, generator=check_generator(5)),
+                       torch.rand(3, generator=torch.Generator().manual_seed(5)))
     with pytest.raises(ValueError, match=">= 0"):
         check_generator(-1)
 

@@ -1,6 +1,6 @@
-"""rfm.data.tabular (offline tables) and rfm.selection.protocol (the benchmark protocol and its summaries), on small known
-answers: a hand-written KEEL file, hand-made frames, a hand-computed summary table, and the protocol against the
-same steps done by hand."""
+"""rfm.data.tabular (offline tables) and rfm.selection.protocol (the benchmark protocol and its summaries), on small
+known answers: a hand-written KEEL file, hand-made frames, a hand-computed summary table, and the protocol against
+the same steps done by hand."""
 from __future__ import annotations
 
 import importlib.util

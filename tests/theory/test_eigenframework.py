@@ -24,8 +24,8 @@ def test_kappa_matches_brute_force_root():
     lam, _, _ = power_law_task(500, 1.3, 1.5)
     for n, ridge in [(10, 0.0), (100, 0.0), (50, 0.3), (700, 2.0)]:
         kap = effective_regularization(lam, n, ridge)
-        g = lambda k: (lam / (lam + k)).sum() + ridge / k - n
-        ref = brentq(lambda t: g(math.exp(t)), -80, 20, xtol=1e-14)
+        g = lambda k, n=n, ridge=ridge: (lam / (lam + k)).sum() + ridge / k - n
+        ref = brentq(lambda t, g=g: g(math.exp(t)), -80, 20, xtol=1e-14)
         assert kap == pytest.approx(math.exp(ref), rel=1e-9)
         assert (lam / (lam + kap)).sum() + ridge / kap == pytest.approx(n, rel=1e-9)
 

@@ -1,4 +1,5 @@
-"""rfm.theory.infinite_depth and rfm.data.dirichlet: dual activations, deep kernels, reference classifiers, Dirichlet data."""
+"""rfm.theory.infinite_depth and rfm.data.dirichlet: dual activations, deep kernels, reference classifiers, Dirichlet
+data."""
 import math
 
 import pytest

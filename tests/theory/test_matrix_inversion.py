@@ -1,4 +1,5 @@
-"""rfm.theory.matrix_inversion: Newton-Schulz, SGD with an adaptive (self-preconditioned) step, the convergence order."""
+"""rfm.theory.matrix_inversion: Newton-Schulz, SGD with an adaptive (self-preconditioned) step, the convergence
+order."""
 import numpy as np
 import pytest
 import torch
