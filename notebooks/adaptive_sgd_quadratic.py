@@ -227,6 +227,10 @@ for t in range(P.trials):
         above = e[1:] >= FLOOR
         bound_ratio = max(bound_ratio, float(np.max(e[1:][above] / e[:-1][above] ** 2)))
 
+# %% [markdown]
+# The median convergence order of each method over the matrices, for the text.
+
+# %%
 orders = pd.DataFrame(order_rows)
 order_med = orders.groupby("method", sort=False)["order"].median()
 display(orders.pivot_table(index="method", columns="matrix", values="order", sort=False).round(3))

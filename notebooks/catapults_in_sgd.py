@@ -71,6 +71,11 @@ from rfm.nets import catapults as cat
 from rfm.nets import dynamics as dyn
 from rfm.nets.curves import largest_spike, spike_intervals
 
+# %% [markdown]
+# The two profiles' settings, with the knobs of the parameters cell applied on top, and the batch sizes and
+# epochs they imply.
+
+# %%
 start = time.perf_counter()
 P = rfm.book.settings(
     profile,
@@ -129,6 +134,10 @@ def alignment(U, v, X_eval):
     return rfm.matrix_correlation(cat.two_layer_agop(U, v, X_eval), G_star, kind="cosine")
 
 
+# %% [markdown]
+# The task at this run's seed, the network's sharpness $\lambda_0$ at initialisation and its initial alignment.
+
+# %%
 X, y, X_test, y_test, U0, v0 = make_task(seed)
 lam0 = dyn.sharpness(dyn.two_layer_ntk("network", U0, v0, U0, v0, X))
 align_init = alignment(U0, v0, X_test)
@@ -150,6 +159,11 @@ for c, r in gd.items():
     print(f"c = {c}: spikes {r['spikes']}, peak/initial {max(L) / L[0]:.1f}, final train {L[-1]:.1e}, "
           f"test {r['final_test']:.3f}, alignment {r['alignment']:.3f}, lambda_end*eta/2 "
           f"{r['sharpness'][-1][1] * dyn.lr_for_sharpness(c, lam0) / 2:.2f}  ({gd_secs:.0f} s for both)")
+
+# %% [markdown]
+# The values of the two runs that the text quotes.
+
+# %%
 lo, hi = gd[P.c_low], gd[P.c_high]
 eta_hi = dyn.lr_for_sharpness(P.c_high, lam0)
 rfm.book.glue_many(dict(c_low=P.c_low, c_high=P.c_high, spikes_lo=lo["spikes"], spikes_hi=hi["spikes"]), "{}")

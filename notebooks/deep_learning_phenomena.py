@@ -92,6 +92,10 @@ from rfm.metrics import flip_rate
 from rfm.nets import classifier as netclf
 from rfm.nets.curves import first_reaching
 
+# %% [markdown]
+# The two profiles' settings, with the knobs of the parameters cell applied on top.
+
+# %%
 start = time.perf_counter()
 P = rfm.book.settings(
     profile,
@@ -317,6 +321,11 @@ first_fit = m["fit"]
 print(f"network: 100 % training accuracy first at epoch {m['epoch'][first_fit]}, test accuracy then "
       f"{m['test_acc'][first_fit]:.3f}; at epoch {m['epoch'][-1]}: test {m['test_acc'][-1]:.3f}, NFM mass on the "
       f"square {m['mass'][-1]:.2f} (at initialisation {m['init_mass']:.3f}; pixel share {g0['share']:.3f})")
+
+# %% [markdown]
+# The values that the text quotes, with the calibration's range over seeds where one is committed.
+
+# %%
 rec0 = g0["rfm"][a0]
 rfm.book.glue_many(fmt="{:d}", grok_n_train=sum(g0["counts"][0]), grok_mlp_fit_epoch=m["epoch"][first_fit],
                    grok_mlp_epochs=m["epoch"][-1])
@@ -766,6 +775,11 @@ print(f"share on the marker: RFM diag(M) {R0['mass_rfm']:.2f} (control {R0['mass
       f"{R0['mass_mlp']:.2f} (control {R0['mass_mlp_control']:.3f}); RFM's top {int(R0['mask'].sum())} pixels are "
       f"the marker's: {R0['found_overlap']:.0%}")
 print(f"the perturbation has norm {R0['perturbation_norm']:.2f}, a 4 has norm {R0['image_norm']:.1f} on average")
+
+# %% [markdown]
+# The accuracies, flip rates and output shifts go into the text, with the calibration's range over seeds.
+
+# %%
 for name in ("Laplace", "RFM", "network"):
     key = name.lower()
     rfm.book.glue_many({f"{key}_{t.replace(' ', '_')}": v for t, v in R0["acc"][name].items()}, "{:.2f}",

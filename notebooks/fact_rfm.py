@@ -107,6 +107,10 @@ from rfm.nets import fact as nfact
 from rfm.nets.callbacks import GrokkingProgress
 from rfm.nets.curves import first_reaching
 
+# %% [markdown]
+# The two profiles' settings, with the knobs of the parameters cell applied on top.
+
+# %%
 start = time.perf_counter()
 P = rfm.book.settings(
     profile,
@@ -184,6 +188,11 @@ def network_data():
     return sp.X_train.to(dev), Y.to(dev)
 
 
+# %% [markdown]
+# We train the network with weight decay by gradient descent, polish it with L-BFGS, and record the FACT table at
+# each stage; a second network trains without weight decay.
+
+# %%
 Xn, Yn = network_data()
 lam = P.weight_decay
 net = nets.MLP(Xn.shape[1], list(P.net_widths), 10, activation="gelu", dtype="float64", generator=seed, device=dev)

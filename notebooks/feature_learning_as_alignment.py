@@ -88,6 +88,10 @@ from rfm.book import plots
 from rfm.nets import alignment as al
 from rfm.nets import optim
 
+# %% [markdown]
+# The two profiles' settings, with the knobs of the parameters cell applied on top.
+
+# %%
 start = time.perf_counter()
 P = rfm.book.settings(
     profile,
@@ -112,6 +116,11 @@ P = rfm.book.settings(
               rev_rconds=(1e-10, 1e-8, 1.2e-7)),
     seeds=seeds, slo_width=slo_width, slo_steps=slo_steps, mnist_train=mnist_train, mnist_width=mnist_width,
     mnist_epochs=mnist_epochs, rev_size=rev_size, rev_seeds=rev_seeds)
+
+# %% [markdown]
+# The device, the seeds, and the number of threads.
+
+# %%
 dev = rfm.get_device(device)
 SEEDS = [seed + i for i in range(P.seeds)]
 THREADS = 1 if dev.type == "cpu" else None   # small networks train fastest on one CPU thread

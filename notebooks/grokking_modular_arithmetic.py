@@ -91,6 +91,10 @@ from rfm.nets.callbacks import (
 )
 from rfm.nets.curves import first_reaching
 
+# %% [markdown]
+# The two profiles' settings, with the knobs of the parameters cell applied on top.
+
+# %%
 start, start_cpu = time.perf_counter(), time.process_time()
 P = rfm.book.settings(
     profile,

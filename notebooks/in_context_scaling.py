@@ -80,6 +80,10 @@ import rfm.book
 from rfm.data.icl import LinearTasks, ReLUTeacherTasks, ridge_predict
 from rfm.nets import icl
 
+# %% [markdown]
+# The two profiles' settings, with the knobs of the parameters cell applied on top.
+
+# %%
 start = time.perf_counter()
 P = rfm.book.settings(
     profile,
@@ -98,6 +102,10 @@ print(f"profile={P.profile}, task={P.task}, d={P.d}, noise={P.noise}, n in {n_gr
       f"(at n={n_task}); MLPs {P.steps} steps, SGPT and transformer {P.seq_steps}; device={rfm.book.device_name(dev)}")
 
 
+# %% [markdown]
+# The task family, the error measure, and the test prompts shared by every model.
+
+# %%
 def make_tasks(T):
     """The task family with a pool of T tasks drawn from this run's seed (T None: fresh tasks)."""
     Tasks = LinearTasks if P.task == "linear" else ReLUTeacherTasks
@@ -221,6 +229,10 @@ ctx_secs = time.perf_counter() - t0
 print(f"test MSE on fresh tasks, T = infinity ({ctx_secs:.0f} s)")
 display(ctx.round(3))
 
+# %% [markdown]
+# How much each model's error falls from the shortest to the longest context, and the ratios the text quotes.
+
+# %%
 ratio = ctx.loc[n_grid[-1]] / ctx.loc[n_grid[0]]  # MSE(largest n) / MSE(smallest n) per model
 print(f"MSE(n={n_grid[-1]}) / MSE(n={n_grid[0]}):")
 display(ratio.round(3).to_frame("ratio").T)
@@ -317,6 +329,10 @@ tsk_secs = time.perf_counter() - t0
 print(f"test MSE on fresh tasks at n = {n_task} ({tsk_secs:.0f} s)")
 display(tsk.round(3))
 
+# %% [markdown]
+# How much each model gains from a small pool of tasks over infinitely many, for the text.
+
+# %%
 T0 = str(P.pools[0])
 gain = tsk.loc[T0] / tsk.loc["∞"]  # MSE(smallest pool) / MSE(infinitely many tasks)
 print(f"MSE(T={T0}) / MSE(T=∞):")

@@ -527,6 +527,11 @@ def run_rfm(target, conventions=CONVENTIONS, **kw):
     return model, r2, time.perf_counter() - t0
 
 
+# %% [markdown]
+# We run RFM on $x_1 x_2$ and follow the AGOP of each iterate: its overlap with the span of $e_1, e_2$ and the
+# final $M_T$.
+
+# %%
 model, r2_rfm, rfm_seconds = run_rfm("x1x2")
 Ms = [rec["M"] for rec in model.history_]                       # M_0 = I, M_1, ..., M_T
 A_final = model.agop().cpu()                                     # AGOP of the last iterate f_T
@@ -545,6 +550,10 @@ print(f"final M_T: top-2 eigenspace overlap {overlap_M:.3f}, share of the trace 
       f"(M_0: {2 / P.d:.3f}), eigenvalue ratio lambda2/lambda3 = {ev[1] / ev[2]:.0f}, cosine with the EGOP "
       f"{cos_egop:.3f}")
 
+# %% [markdown]
+# The independent reference once more, at the learned $M_T$, and the values for the text.
+
+# %%
 # the independent reference again, now at a learned, non-diagonal M (float64 copy of M_T, the plain fit's alpha)
 machine_T = rfm.KernelMachine(rfm.get_kernel("laplace", bandwidth=P.bandwidth), Xtr, alpha_plain, M_T)
 A_ref_T = agop_reference(Z_check, Xtr, alpha_plain, M_T, P.bandwidth)

@@ -80,6 +80,11 @@ from rfm.models import linear as L
 from rfm.nets.curves import first_reaching
 from rfm.nets.linear import deep_linear_completion, diagonal_network_regression
 
+# %% [markdown]
+# The two profiles' settings, with the knobs of the parameters cell applied on top, and the number of observed
+# entries they imply.
+
+# %%
 start = time.perf_counter()
 P = rfm.book.settings(
     profile,
@@ -354,6 +359,12 @@ for Y, mask in completion:
     mc["deep linear network"].append(deep_linear_completion(Y, mask, depth=3, init_scale=0.1, lr=1e-3,
                                                               steps=P.dln_steps, seed=problem_seed(0), Y_eval=Y,
                                                               threads=None))
+
+# %% [markdown]
+# Two ways to stop without the truth: on a held-out tenth of the observed entries, and under the authors' ridge
+# schedule.
+
+# %%
 # what a user gets without the truth: stop on a held-out tenth of the *observed* entries
 held = [L.lin_rfm_completion(Y.to(dev), mask.to(dev), iters=P.mc_iters, holdout=0.1, patience=50, seed=seed,
                              Y_eval=Y.to(dev)) for Y, mask in completion]
@@ -368,6 +379,11 @@ authors = {how: [L.lin_rfm_completion(Y.to(dev), mask.to(dev), iters=P.authors_i
                                       holdout=0.1 if how == "holdout" else 0.0, Y_eval=Y.to(dev))
                  for Y, mask in completion] for how in ("eval", "holdout")}
 authors_err = {how: np.array([r["eval_error"][r["iteration"]] for r in runs]) for how, runs in authors.items()}
+
+# %% [markdown]
+# How long each method takes to reach the authors' own success level.
+
+# %%
 # time to the authors' own success level (mean squared error 1e-3 on the unobserved entries, a relative error of
 # sqrt(1e-3) for these matrices), SVD-free lin-RFM against IRLS-1; a method that never gets there counts its whole
 # run, a lower bound on its time
@@ -388,6 +404,11 @@ for how, label in (("eval", "oracle switch on unobserved"), ("holdout", "switch 
         np.median(authors_err[how]), authors_err[how].max(), np.median([r["time"][-1] for r in authors[how]])]
 display(table.style.format({"median test error": "{:.1e}", "worst test error": "{:.1e}", "median seconds": "{:.2f}"},
                            na_rep="-"))
+
+# %% [markdown]
+# The comparisons that the text quotes, as ratios of median test errors.
+
+# %%
 RFM_MC = "lin-RFM, SVD-free (alpha = 1/2)"
 mc_vs_quarter = float(np.median(np.log10(mc_final["lin-RFM, alpha = 1/4"] / mc_final[RFM_MC])))
 mc_vs_dln = float(np.median(np.log10(mc_final["deep linear network"] / mc_final[RFM_MC])))
@@ -485,6 +506,11 @@ for rank in P.mc_phase_ranks:
             res = L.lin_rfm_completion(Y.to(dev), mask.to(dev), iters=P.mc_phase_iters, Y_eval=Y.to(dev))
             mcp_rows.append({"rank": rank, "obs/dof": ratio_obs, "trial": t, "error": res["eval_error"][-1]})
 mcp = pd.DataFrame(mcp_rows)
+
+# %% [markdown]
+# At one cell of the grid, the deep linear network and lin-RFM on the same problem.
+
+# %%
 # the deep linear network on the first problem of the lowest rank at 4 observations per degree of freedom
 low_rank_cell = (min(P.mc_phase_ranks), 4.0)
 Y, mask = low_rank_completion(P.mc_phase_d, low_rank_cell[0],
@@ -493,6 +519,12 @@ Y, mask = low_rank_completion(P.mc_phase_d, low_rank_cell[0],
 dln_low = deep_linear_completion(Y.to(dev), mask.to(dev), depth=3, init_scale=0.1, lr=1e-3, steps=P.dln_steps,
                                    seed=problem_seed(0), Y_eval=Y.to(dev))["eval_error"][-1]
 rfm_low = L.lin_rfm_completion(Y.to(dev), mask.to(dev), iters=P.mc_phase_iters, Y_eval=Y.to(dev))["eval_error"][-1]
+
+# %% [markdown]
+# The share of problems recovered in each cell, and the smallest ratio at which every trial of a rank is
+# recovered.
+
+# %%
 mcp["recovered"] = mcp["error"] < 1e-3
 grid = mcp.pivot_table(index="rank", columns="obs/dof", values="recovered", aggfunc="mean")
 display(grid.style.format("{:.2f}"))
@@ -568,6 +600,11 @@ for dim in P.timing_dims:
 timing = pd.DataFrame(timing_rows)
 display(timing.style.hide(axis="index").format({"metric s/iter": "{:.4f}", "total s/iter": "{:.4f}",
                                                 "missing entries": "{:,}"}))
+
+# %% [markdown]
+# The speed-ups at the largest dimension, for the text.
+
+# %%
 last = timing[timing["d"] == max(P.timing_dims)].set_index("method")
 svd_speedup = float(last.loc["eigendecomposition", "metric s/iter"] / last.loc["SVD-free", "metric s/iter"])
 total_speedup = float(last.loc["IRLS-1", "total s/iter"] / last.loc["SVD-free", "total s/iter"])
@@ -704,6 +741,10 @@ def _full_timing(f):
             "(one run on a shared CPU, not a benchmark)")
 
 
+# %% [markdown]
+# The authors' setting under four ridge schedules, and the committed full-profile run, glued for the text.
+
+# %%
 def _device_authors():
     """results/linear_rfm_irls/authors_schedule.json: the authors' setting under four ridge schedules (one H200)."""
     path = rfm.book.ROOT / "results" / "linear_rfm_irls" / "authors_schedule.json"

@@ -78,6 +78,10 @@ import rfm.book
 from rfm import nets
 from rfm.book import plots
 
+# %% [markdown]
+# The two profiles' settings, with the knobs of the parameters cell applied on top.
+
+# %%
 start = time.perf_counter()
 P = rfm.book.settings(
     profile,
@@ -100,6 +104,11 @@ P = rfm.book.settings(
     # sizes (seed 0), at 0.01 it trains (and diverges at the init-scale sweep's s = 3, which the sweep reports)
     n=n, d=d, width=width, deep_widths=deep_widths, epochs=epochs, optimizer=optimizer, lr=lr,
     init_scale=init_scale, init_scales=init_scales, mnist_epochs=mnist_epochs, control_draws=control_draws)
+
+# %% [markdown]
+# The device, the threads, and the optimiser's learning rate; the settings go into the text as glued values.
+
+# %%
 dev = rfm.get_device(device)
 if P.threads is not None:
     # Small networks and 50- to 784-dimensional matrices gain nothing from a second CPU thread, and lose much when
@@ -196,6 +205,11 @@ def matched(net, Xd, layer, draws=None, **kw):
     return nets.matched_nfa(net, Xd, layer, draws=draws or P.control_draws, generator=CONTROL_SEED + layer, **kw)
 
 
+# %% [markdown]
+# We train the one-hidden-layer network and compare its first layer's NFM with the AGOP's square root, next to
+# the controls.
+
+# %%
 t0 = time.perf_counter()
 shallow = fit_polynomial([P.width], P.init_scale, P.epochs)
 shallow_seconds = time.perf_counter() - t0
@@ -207,6 +221,12 @@ c_untrained, c_one = first[(0.5, "pearson")]["init_nfa"], first[(1.0, "pearson")
 c_matched = matched(shallow, X, 0)
 c_matched_left = matched(shallow, X, 0, sides="left")    # only U redrawn: the NFM itself is kept
 c_matched_right = matched(shallow, X, 0, sides="right")  # only V redrawn
+
+# %% [markdown]
+# A control that needs no training: an untrained network whose first layer already points at the two relevant
+# coordinates.
+
+# %%
 # An untrained network whose first layer already points at e1, e2 (unit-scale weights on x1, x2, the initial
 # scale elsewhere), and its own spectrum-matched controls: the spectrum alone can carry the correlation.
 pointing = nets.MLP(P.d, [P.width], 1, init_scale=[P.init_scale, 1.0], generator=seed + 1, device=dev)
@@ -486,6 +506,11 @@ with torch.no_grad():
     mnist_acc = float((mnist_net(Xm_test).argmax(1) == ym_test).float().mean())
 
 
+# %% [markdown]
+# The correlation of the full matrices and of their diagonals, for the trained network, the untrained one, and
+# matched controls.
+
+# %%
 def nfa_full_and_diagonal(net):
     """(full-matrix, diagonal) Pearson correlations of NFM_0 and AGOP_0^1/2 at the training digits."""
     F_, G_ = nets.nfm(net, 0), nets.layer_agop(net, Xm, 0, power=0.5)
@@ -619,6 +644,10 @@ else:
                  "could give it; it is meant for a GPU.")
 glue("full_text", full_text);
 
+# %% [markdown] tags=["remove-cell"]
+# The smoke runs at other settings of the parameters cell, summarised the same way.
+
+# %% tags=["remove-cell"]
 # Other settings of the parameters cell, one smoke run each (results/neural_feature_ansatz/knobs.json), judged with
 # this page's rules.
 knobs_path = rfm.book.RESULTS / "neural_feature_ansatz" / "knobs.json"
@@ -641,6 +670,10 @@ else:
     range_text = "no runs at other settings are committed (results/neural_feature_ansatz/knobs.json)."
 glue("range_text", range_text);
 
+# %% [markdown] tags=["remove-cell"]
+# The runs trained by mini-batch SGD, summarised for the text.
+
+# %% tags=["remove-cell"]
 # The polynomial networks trained by mini-batch SGD instead of Adam (the knob optimizer), from the same file.
 sgd_runs = [r for r in json.loads(knobs_path.read_text())["runs"] if r["changed"].get("optimizer") == "sgd"] \
     if knobs_path.exists() else []

@@ -88,6 +88,10 @@ from rfm.nets.optim import train_full_batch
 from rfm.nets.qwem import analogy_accuracy_path
 from rfm.utils import top_eigenvectors
 
+# %% [markdown]
+# The two profiles' settings, with the knobs of the parameters cell applied on top.
+
+# %%
 start = time.perf_counter()
 P = rfm.book.settings(
     profile,
@@ -138,6 +142,10 @@ def train_template(init_scale, steps):
     return np.array([r["step"] for r in hist]), np.array([r["train_loss"] for r in hist]), np.array(resid)
 
 
+# %% [markdown]
+# We train from a small and from a large initialisation and read off when each frequency is learned.
+
+# %%
 t0 = time.perf_counter()
 agf_steps_s, agf_loss_s, agf_res_s = train_template(P.agf_init, P.agf_steps)
 agf_steps_l, agf_loss_l, agf_res_l = train_template(P.agf_large_init, min(P.agf_large_steps, P.agf_steps))

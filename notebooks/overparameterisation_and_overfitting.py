@@ -97,6 +97,11 @@ from rfm.theory.eigenframework import (
     spectral_task,
 )
 
+# %% [markdown]
+# The two profiles' settings, with the knobs of the parameters cell applied on top, the grids of ridges and sizes,
+# and the task's spectrum.
+
+# %%
 start = time.perf_counter()
 P_ = rfm.book.settings(
     profile,

@@ -410,6 +410,10 @@ def make_objective(rng):
     return objective
 
 
+# %% [markdown]
+# The searches: CARBS and random search on the same objective, and random search continued to CARBS's cost.
+
+# %%
 ref = (math.log10(6 * 3e10 * 3e12), float(T.chinchilla_loss(1e6, 3e6)))
 runs, eq_cost = {"carbs": [], "random": []}, []
 for k in range(P.searches):

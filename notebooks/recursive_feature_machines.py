@@ -69,6 +69,10 @@ from rfm import nets
 from rfm.book import plots
 from rfm.nets.curves import first_reaching
 
+# %% [markdown]
+# The two profiles' settings, with the knobs of the parameters cell applied on top.
+
+# %%
 start = time.perf_counter()
 P = rfm.book.settings(
     profile,
@@ -91,6 +95,11 @@ P = rfm.book.settings(
               digits_mlp_batch_size=128, digits_mlp_epochs=500, digits_agop_power=0.5, digits_center=True, threads=None),
     n_sizes=n_sizes, d=d, iters=iters, digit_iters=digit_iters, digits_agop_power=digits_agop_power,
     digits_center=digits_center)
+
+# %% [markdown]
+# The device and the threads; the network's description goes into the text.
+
+# %%
 dev = rfm.get_device(device)
 if P.threads is not None:
     # On the book's shared 2-core machine one RFM fit at n = 2000 took 2.6 s on one thread and 4.8 s on two, and
@@ -189,6 +198,10 @@ def fit_mlp(X, y):
         return net, float(rfm.r2_score(y_test.float(), net(X_test.float())[:, 0]))
 
 
+# %% [markdown]
+# For each training size we fit the four models on the same points and score them on the same test set.
+
+# %%
 rows, seconds = [], {"rfm": 0.0, "ntk": 0.0, "mlp": 0.0}
 for n in P.n_sizes:
     X, y = X_all[:n], y_all[:n]
@@ -206,6 +219,12 @@ for n in P.n_sizes:
     print(f"n = {n:6d}: test R^2  Laplace {r2_iters[0]:6.3f}   NTK {r2_ntk:6.3f}   RFM {r2_iters[-1]:6.3f}   "
           f"MLP {r2_mlp:6.3f}")
 print("time: " + ", ".join(f"{k} {v:.1f} s" for k, v in seconds.items()) + " (all sizes)")
+
+# %% [markdown]
+# From the sweep we keep the runs at the largest size, and the smallest size at which each model's test $R^2$
+# reaches one half.
+
+# %%
 rfm_model, mlp_net = model, net  # the runs at the largest n, used below
 largest = rows[-1]
 n_mid = min(P.n_sizes, key=lambda n: abs(n - 1000))  # the appendix's n = 1000 when the profile has it
@@ -357,6 +376,10 @@ def compare_on_images(split, task, iters):
     return result, model, net
 
 
+# %% [markdown]
+# The two digit tasks, each run through the comparison; we keep each model's learned feature diagonal.
+
+# %%
 tasks = {
     "binary": rfm.data.load_mnist_5k(n_train=800, n_test=200, classes=P.binary_classes, generator=2 * seed),
     "10-class": rfm.data.load_mnist_5k(n_train=P.digits_train, generator=2 * seed),
@@ -365,6 +388,11 @@ results, feature_diagonals = {}, {}
 for task, split in tasks.items():
     results[task], model, net = compare_on_images(split, task, P.digit_iters)
     feature_diagonals[task] = (model.M_.diagonal().cpu(), nets.nfm(net, 0).diagonal().cpu())
+
+# %% [markdown]
+# The accuracies go into the text, next to the committed run at another setting of the digits.
+
+# %%
 for task, key in (("binary", "bin"), ("10-class", "ten")):
     r = results[task]
     rfm.book.glue_many({k: r[k] for k in ("laplace", "ntk", "rfm", "rfm_last", "mlp")}, "{:.3f}", prefix=f"{key}_")

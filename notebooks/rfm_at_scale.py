@@ -130,6 +130,10 @@ if P.eigenpro:  # the same RFM loop with the solvers of the chapter on EigenPro 
     SOLVERS.update({"EigenPro 2": "eigenpro2", "EigenPro 3": "eigenpro3"})
 
 
+# %% [markdown]
+# One RFM fit with a given solver, timed without the scoring of its iterates, and the warnings it raised.
+
+# %%
 def run(solver, condition=False):
     """One RFM fit; returns its history, the test MSE of every iterate, the fit time without the test scoring and
     the RuntimeWarnings it raised (a solve that missed its tolerance). With ``condition``, also the Lanczos estimate
@@ -157,6 +161,10 @@ def run(solver, condition=False):
     return dict(history=model.history_, test_mse=test_mse, seconds=seconds, warnings=missed, conds=conds)
 
 
+# %% [markdown]
+# We run the fit once per solver.
+
+# %%
 fits = {}
 for label, solver in SOLVERS.items():
     fits[label] = run(solver, condition=label == "Cholesky")
@@ -386,6 +394,10 @@ def load_benchmarks(folder):
     return runs
 
 
+# %% [markdown]
+# Each benchmark file becomes a table, one row per model and size, with a line describing its machine.
+
+# %%
 def solver_summary(r):
     kinds = sorted(set(r.get("solvers") or []))
     its = [i for i in (r.get("cg_iters") or []) if i is not None]
@@ -414,6 +426,10 @@ def describe(name, data):
             f"exact solves up to n = {s.get('exact_max', 'all')}")
 
 
+# %% [markdown]
+# The committed benchmark runs, one table per file.
+
+# %%
 bench = load_benchmarks(BENCH)
 if not any(name.startswith("cuda") for name, _ in bench):
     print("No GPU run of the benchmark exists: there is no cuda*.json in benchmarks/results/.\n")
@@ -511,6 +527,10 @@ if cpu:
         glued.update(bench_n_max=f"{r['n']:,}", bench_s_cg_max=f"{r['best_s']:.1f}")
 
 
+# %% [markdown]
+# The growth of the fit time with $n$: the log-log slope between the two largest sizes of each path.
+
+# %%
 def loglog_slope(data, exact):
     """Slope of log(fit time) against log(n) between the two largest sizes of our exact path (``exact``) or of our
     CG path (any rfm model whose solves were CG, solver="auto" preferred), or None."""
@@ -648,7 +668,7 @@ if big_rows:
             print(f"  {r['run']}: after solve {p['iteration']}: {p['fit_s_so_far']:.1f} s, test MSE "
                   f"{p['test_mse']:.2e}" + (f", centre-factor jitter {p['ep_jitter']:.0e}" if 'ep_jitter' in p else ""))
 
-# %% mystnb={"figure": {"caption": "Fit time against the number of training points, log-log: the CPU benchmark (left, the newest CPU machine's runs merged) and the GPU runs (right: the benchmark, the n = 10^5 run of the earlier GPU session and the n = 10^6 fits with EigenPro 3); xRFM dashed.", "name": "fig-rfm-at-scale-gpu"}}
+# %%
 gpu_points = {}
 for name, data in gpu_bench:
     for r in data["results"]:
@@ -658,6 +678,11 @@ for r in big_rows:
     if r["status"] == "ok" and r["fit s"] is not None:
         label = f"rfm (eigenpro3), {r['updates']} update{'s' if r['updates'] > 1 else ''}, large-n script"
         gpu_points.setdefault(label, {})[r["n"]] = r["fit s"]
+
+# %% [markdown]
+# The plot: the CPU benchmark on the left, the GPU runs on the right.
+
+# %% mystnb={"figure": {"caption": "Fit time against the number of training points, log-log: the CPU benchmark (left, the newest CPU machine's runs merged) and the GPU runs (right: the benchmark, the n = 10^5 run of the earlier GPU session and the n = 10^6 fits with EigenPro 3); xRFM dashed.", "name": "fig-rfm-at-scale-gpu"}}
 if gpu_points or cpu_runs:
     fig, axes = plt.subplots(1, 2, figsize=(12.8, 4.4), squeeze=False)
     panels = [("CPU", merged(cpu_runs)["results"] if cpu_runs else [], None), ("GPU", None, gpu_points)]
@@ -708,6 +733,11 @@ if five:
     g.update(gpu_ep3_s=f"{five[-1]['fit s']:.0f}", gpu_ep3_mse=f"{five[-1]['test MSE']:.2e}")
 if one:
     g.update(gpu_ep3_1_s=f"{one[-1]['fit s']:.0f}", gpu_ep3_1_mse=f"{one[-1]['test MSE']:.2e}")
+
+# %% [markdown]
+# The kernel-vector products of the GPU runs, by path and precision.
+
+# %%
 for key, n_, path_, prec in (("gpu_kv_fused", 1_000_000, "fused", "tf32x3"), ("gpu_kv_tf32", 1_000_000, "fused", "tf32"),
                              ("gpu_kv_blocked", 1_000_000, "blocked", "fp32"), ("gpu_kv5_fused", 100_000, "fused", "tf32x3"),
                              ("gpu_kv5_blocked", 100_000, "blocked", "fp32"), ("gpu_kv5_tf32", 100_000, "fused", "tf32")):
@@ -725,6 +755,11 @@ r = pick(kv_rows, n=1_000_000, path="fused", precision="tf32x3")
 if r is not None:
     g["gpu_kv_fused_err"] = f"{r['rel. error (1,000 rows)']:.0e}"
     g["gpu_cg_min"] = f"{50 * r['seconds'] / 60:.0f}"
+
+# %% [markdown]
+# The EigenPro 3 run's settings and the GPU probe's small solves, for the text.
+
+# %%
 if five and five[-1]["progress"]:
     prog = five[-1]["progress"]
     g["gpu_ep3_jitter"] = ", ".join(sorted({f"{p['ep_jitter']:.0e}" for p in prog if "ep_jitter" in p})) or "-"

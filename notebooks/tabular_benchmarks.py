@@ -239,6 +239,11 @@ for s in noisy:
     mass.append(float(diag[:d_real].sum() / diag.sum()))
     uniform.append(d_real / s.d)
 noise_seconds = time.perf_counter() - t0
+
+# %% [markdown]
+# The accuracies with and without the noise columns, and the share of diag(M) on the real columns, for the text.
+
+# %%
 noise = pd.DataFrame({"RFM": N[:, 0], "Laplace": N[:, 1], "clean RFM": table["RFM"].values,
                       "clean Laplace": table["Laplace"].values, "diag(M) share on real columns": mass,
                       "share under M = I": uniform}, index=names)
@@ -318,6 +323,11 @@ reg_summary = pd.DataFrame(tb.summarize(R, REG_METHODS)).T[["mean", "rank", "ADT
 is_cat = reg_table["categorical columns"] > 0
 trees_minus_rfm_cat = float((reg_table.loc[is_cat, ["RF", "HistGB"]].max(axis=1) - reg_table.loc[is_cat, "RFM"]).mean())
 trees_minus_rfm_num = float((reg_table.loc[~is_cat, ["RF", "HistGB"]].max(axis=1) - reg_table.loc[~is_cat, "RFM"]).mean())
+
+# %% [markdown]
+# The regression scores go into the text, and the two tables are shown.
+
+# %%
 rfm.book.glue("reg_seconds", f"{reg_seconds:.0f}")
 rfm.book.glue("reg_list", ", ".join(P.regression))
 rfm.book.glue("reg_r2_rfm", f"{reg_summary.loc['RFM', 'mean']:.3f}")

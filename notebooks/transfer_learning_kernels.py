@@ -198,6 +198,11 @@ for name in KERNELS:
     print(f"{name}: translated - baseline at n_t = {N_SMALL}: {tr_gain[name]:+.3f}, at n_t = {n_big}: "
           f"{tr_gain_big[name]:+.3f}; worst case over corruptions and n_t {tr_worst[name]:+.3f}; "
           f"projected - baseline at n_t = {N_SMALL}: {pr_gain[name]:+.3f}")
+
+# %% [markdown]
+# The gains go into the text, with the comparison against training on the source directly.
+
+# %%
 for k, fmt in (("tr_gain", "{:+.3f}"), ("pr_gain", "{:+.3f}"), ("tr_gain_big", "{:+.3f}"), ("tr_worst", "{:+.3f}")):
     for name in KERNELS:
         rfm.book.glue(f"{k}_{name}", globals()[k][name], fmt)

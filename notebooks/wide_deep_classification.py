@@ -79,6 +79,10 @@ import rfm.book
 from rfm.data.dirichlet import bayes_dirichlet, dirichlet_sphere
 from rfm.theory import infinite_depth as ID
 
+# %% [markdown]
+# The two profiles' settings, the depths of the sweeps and the parameters of the authors' `main.py`.
+
+# %%
 start = time.perf_counter()
 P = rfm.book.settings(
     profile,
@@ -227,6 +231,11 @@ sweeps = {m: ID.depth_sweep(X_tr, y_tr, X_te, a, Ls, methods=solves[m]) for m, (
 solves["2d_opt NTK"] = {}
 sweeps["2d_opt NTK"] = ID.depth_sweep(X_tr, y_tr, X_te, "2d_opt", DEPTHS, ntk=True, methods=solves["2d_opt NTK"])
 sweep_secs = time.perf_counter() - t0
+
+# %% [markdown]
+# The deep ReLU NTK, on a small stratified draw of the training points, next to its references.
+
+# %%
 # a stratified draw with the classes' proportions (8 and 12 of 20): with a tie the majority vote is undefined and
 # the deep ReLU NTK has no majority to tend to
 n_pos = round(P.n_relu * PRIOR)
@@ -247,6 +256,10 @@ table = pd.DataFrame(rows)
 display(table.round(3))
 print(f"sweeps {sweep_secs:.1f} s, ReLU NTK and its control {relu_secs:.1f} s")
 
+# %% [markdown]
+# From the table we take the agreements that the text quotes.
+
+# %%
 acc_opt = acc(sweeps["2d_opt"][DEEP])
 acc_opt_ntk = acc(sweeps["2d_opt NTK"][DEEP])
 rfm.book.glue("acc_opt_ntk", acc_opt_ntk, "{:.3f}")
@@ -400,6 +413,11 @@ curve_secs = time.perf_counter() - t0
 curve_mean = curves.groupby(["dim", "model", "n"]).excess.mean().unstack("n")
 display(curve_mean.round(3))
 print(f"learning curves: {curve_secs:.1f} s")
+
+# %% [markdown]
+# The learning curves' values that the text quotes, and their spread over seeds.
+
+# %%
 rfm.book.glue("curve_seeds", P.curve_seeds)
 rfm.book.glue("curve_max", max(ns))
 opt2 = curve_mean.loc[(2, "2d_opt")]
