@@ -481,11 +481,14 @@ plt.show()
 # * sanity `relu_deep_majority_agreement`: the ReLU NTK on 20 points at depth $10^4$ agrees with the majority vote,
 #   a limit of the NTK recursion (its normalised kernel tends to a constant off the diagonal):
 #   {glue:text}`cal_relu_deep_majority_agreement`.
-# * `opt_ntk_minus_1nn`, `opt_ntk_minus_majority`: the test accuracy of the `2d_opt` **NTK** at depth 100 minus
-#   1-NN's and the majority vote's (the abstract's consistency claim is about the NTK of such activations). Rules:
-#   a sign (the NTK must beat both limits of the common activations).
+# * `opt_ntk_minus_majority`: the test accuracy of the `2d_opt` **NTK** at depth 100 minus the majority vote's (the
+#   abstract's consistency claim is about the NTK of such activations): {glue:text}`cal_opt_ntk_minus_majority`
+#   (rule 0.02, below the ten-seed mean minus four standard deviations, 0.029). The same NTK against **1-NN** is
+#   recorded, not checked: it was below 1-NN at {glue:text}`cal_ntk_1nn_neg` calibrated seeds (range
+#   {glue:text}`cal_ntk_1nn_range`).
 # * `opt_beats_1nn_curve`: 1-NN's excess error minus `2d_opt`'s at the largest $n$ of the curve, mean over the
-#   seeds. Rule: a sign.
+#   seeds: {glue:text}`cal_opt_beats_1nn_curve` (rule 0.04, below the ten-seed mean minus four standard deviations,
+#   0.041).
 # * `relu_majority_gain`: that agreement minus the same at depth 10: {glue:text}`cal_relu_majority_gain`.
 # * `relu_minus_opt_majority`: the ReLU NTK's agreement with the majority vote (depth $10^4$) minus `2d_opt`'s on
 #   the same 20 points (depth 1,000, where its predictions have long settled): the singular kernel does not become
@@ -506,7 +509,8 @@ checks = rfm.book.Checks("wide_deep_classification", P, seed=seed, device=dev, o
 rfm.book.glue_calibration("wide_deep_classification", ["opt_minus_1nn", "opt_minus_majority", "bayes_minus_opt",
                                                        "sq_deep_1nn_agreement", "sq_agreement_gain",
                                                        "relu_deep_majority_agreement", "relu_majority_gain",
-                                                       "relu_minus_opt_majority", "opt_hilbert_minus_1nn_hilbert"],
+                                                       "relu_minus_opt_majority", "opt_hilbert_minus_1nn_hilbert",
+                                                       "opt_ntk_minus_majority", "opt_beats_1nn_curve"],
                           fmt="{:.3g}")
 checks.claim("opt_minus_1nn", acc_opt - ref_acc["1-NN"], at_least=0.015,
              what=f"accuracy of the 2d_opt NNGP at depth {DEEP} minus 1-NN's, same data")
@@ -526,11 +530,15 @@ checks.claim("relu_majority_gain", relu_maj[RELU_DEPTHS[-1]] - relu_maj[RELU_DEP
 checks.claim("relu_minus_opt_majority", relu_maj[RELU_DEPTHS[-1]] - opt_small_maj[OPT_SMALL_DEPTHS[-1]],
              at_least=0.1, what=f"agreement with the majority vote: ReLU NTK at depth {RELU_DEPTHS[-1]} minus 2d_opt "
                                 f"NNGP at depth {OPT_SMALL_DEPTHS[-1]}, same {P.n_relu} points")
-checks.claim("opt_ntk_minus_1nn", acc_opt_ntk - ref_acc["1-NN"], at_least=0.0,
-             what=f"accuracy of the 2d_opt NTK at depth {DEEP} minus 1-NN's, same data")
-checks.claim("opt_ntk_minus_majority", acc_opt_ntk - ref_acc["majority"], at_least=0.0,
+# the NTK against 1-NN failed its sign at 3 of the 10 calibrated seeds: recorded and reported, not checked
+checks.record(opt_ntk_minus_1nn=acc_opt_ntk - ref_acc["1-NN"])
+_ntk = [v for v in ((rfm.book.load_calibration("wide_deep_classification") or {}).get("measured") or {}).get(
+    "opt_ntk_minus_1nn", []) if v is not None]
+rfm.book.glue("cal_ntk_1nn_neg", f"{sum(v < 0 for v in _ntk)} of {len(_ntk)}" if _ntk else "(not calibrated)")
+rfm.book.glue("cal_ntk_1nn_range", f"{min(_ntk):+.3f} to {max(_ntk):+.3f}" if _ntk else "(not calibrated)")
+checks.claim("opt_ntk_minus_majority", acc_opt_ntk - ref_acc["majority"], at_least=0.02,
              what=f"accuracy of the 2d_opt NTK at depth {DEEP} minus the majority vote's")
-checks.claim("opt_beats_1nn_curve", opt_vs_nn_big, at_least=0.0,
+checks.claim("opt_beats_1nn_curve", opt_vs_nn_big, at_least=0.04,
              what=f"1-NN excess error minus 2d_opt's at n = {ns[-1]}, mean over {P.curve_seeds} seeds (circle)")
 checks.claim("opt_hilbert_minus_1nn_hilbert", opt_hilbert - nn_hilbert, at_least=0.07,
              what="agreement with the Hilbert estimate: deep 2d_opt minus 1-NN")
@@ -562,7 +570,9 @@ full = rfm.book.glue_full_run("wide_deep_classification", {
 #   ({glue:text}`opt_small_maj`); and the `2d_opt` activation of the authors' code, whose deep kernel is the
 #   Hilbert kernel $\|x - z\|^{-1}$ of the circle ({numref}`fig-wide-deep-classification-limits`), reaches
 #   {glue:text}`acc_opt` against a Bayes accuracy of {glue:text}`acc_Bayes`, above 1-NN ({glue:text}`acc_1NN`)
-#   and the majority vote ({glue:text}`acc_majority`) that ReLU tends to; its NTK reaches {glue:text}`acc_opt_ntk`.
+#   and the majority vote ({glue:text}`acc_majority`) that ReLU tends to; its NTK reaches {glue:text}`acc_opt_ntk`,
+#   above the majority vote at every calibrated seed but **not reliably above 1-NN** at this scale (below it at
+#   {glue:text}`cal_ntk_1nn_neg` calibrated seeds): that part of the consistency claim is not reproduced here.
 #   At the largest $n$ of the smoke learning curve its excess error over Bayes is below 1-NN's
 #   ({glue:text}`opt_vs_nn_big`, {glue:text}`curve_seeds` seeds).
 # * **Not reproduced: "depth helps".** Among interpolating machines of one activation the deep limit beats the
