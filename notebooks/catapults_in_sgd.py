@@ -495,9 +495,11 @@ rfm.book.glue_many(dict(sgd_share_pre=sgd_share["pre"][k_big], sgd_share_peak=sg
 #   catapults) and the order of the catapult counts (spikes with a sharpness drop), which does not hold (section 4).
 #
 # The rules are calibrated at the smoke profile's defaults (m = 1,024, n = 256, the means over three seeds); at
-# other values of `width`, `n` or `mean_seeds` they have not been calibrated. The four SGD rules were set for the
-# run with equal step counts before its ten-seed calibration, at about half of seed 0's values; the calibration
-# table below shows where the seeds fall.
+# other values of `width`, `n` or `mean_seeds` they have not been calibrated. The four SGD rules come from the
+# ten-seed calibration of the run with equal step counts: the smaller of half the worst seed and the mean minus four
+# standard deviations, rounded down to one significant digit (test loss 0.06 and 0.06; alignment 0.003 for the mean
+# over seeds); for the single seed's alignment that bound is negative (the seeds spread from 0.013 to 0.040), so its
+# rule is the sign, 0.
 #
 # Thresholds: each sits below the worst of the ten calibration seeds (0-9, committed table below) with a margin of
 # about a third of that worst value, rounded down; the list of rules, worst seeds and margins is under the table.
@@ -538,13 +540,13 @@ checks.claim("stages_vs_gd_test", log_ratio(lo["final_test"], ms["test"][-1]), a
              what="log10(test loss of GD at c = 0.5 / after the last stage)")
 checks.sanity("stage_catapults", sum(s == 0 for s in ms_stage_spikes[1:]) + (P.stages - n_stages), at_most=0,
               what="stages after the first without a spike (each raises eta to 1.5 x 2/lambda by construction)")
-checks.claim("sgd_alignment_smallest", sw[b_min]["alignment"] - sw[P.n]["alignment"], at_least=0.005,
+checks.claim("sgd_alignment_smallest", sw[b_min]["alignment"] - sw[P.n]["alignment"], at_least=0.0,
              what=f"alignment at batch {b_min} minus full batch, same number of steps, seed {seed}")
-checks.claim("sgd_test_smallest", log_ratio(sw[P.n]["test"], sw[b_min]["test"]), at_least=0.05,
+checks.claim("sgd_test_smallest", log_ratio(sw[P.n]["test"], sw[b_min]["test"]), at_least=0.06,
              what=f"log10(full-batch test loss / batch-{b_min} test loss), same number of steps, seed {seed}")
-checks.claim("sgd_alignment_mean_smallest", mean["alignment"][b_min] - mean["alignment"][P.n], at_least=0.005,
+checks.claim("sgd_alignment_mean_smallest", mean["alignment"][b_min] - mean["alignment"][P.n], at_least=0.003,
              what=f"mean over {len(seeds_mean)} seeds: alignment at batch {b_min} minus full batch, same steps")
-checks.claim("sgd_test_mean_smallest", log_ratio(mean["test"][P.n], mean["test"][b_min]), at_least=0.05,
+checks.claim("sgd_test_mean_smallest", log_ratio(mean["test"][P.n], mean["test"][b_min]), at_least=0.06,
              what=f"mean over {len(seeds_mean)} seeds: log10(full-batch / batch-{b_min} test loss), same steps")
 checks.sanity("gd_start_above_edge", lam0 * eta_hi / 2, at_least=1.0,
               what="c = 1.5: sharpness at iteration 0 over 2/eta (= c by construction)");
