@@ -33,7 +33,7 @@ def test_chapter_has_a_ten_seed_calibration_that_its_rules_pass(py):
     calib = json.loads(path.read_text())
     assert calib["chapter"] == py.stem and calib["profile"] == "smoke"
     assert calib["seeds"] == list(range(10)), f"calibrated seeds {calib['seeds']}, not 0-9"
-    assert any(c["kind"] == "claim" for c in calib["checks"].values())
+    assert py.stem in NO_CLAIM or any(c["kind"] == "claim" for c in calib["checks"].values())
     for name, c in calib["checks"].items():
         rule = Check(name, c["kind"], None, c["at_least"], c["at_most"])
         assert len(c["values"]) == 10, f"{name}: {len(c['values'])} values"
