@@ -420,17 +420,17 @@ plt.show()
 #
 # Each claim is measured against a control from the same run. Rules sit beyond the worst of seeds 0–9 (smoke
 # profile; the calibration table below); each rule, worst seed and margin is read from the committed calibration.
-# Three rules were first set from two seeds and moved after a first calibration, which we say here:
-# `agf_spread_gain` from ≥ 0.2 to ≥ 0.1 (seed {glue:text}`cal_agf_spread_gain_worst_seed` gave
-# {glue:text}`cal_agf_spread_gain_worst`), `qwem_onset_error` from ≤ 0.25 to ≤ 0.3 (worst
+# Two rules were first set from two seeds and moved after a first calibration, which we say here:
+# `qwem_onset_error` from ≤ 0.25 to ≤ 0.3 (worst
 # {glue:text}`cal_qwem_onset_error_worst`, too close to 0.25), `bt_levels_gain` from ≥ 3 to ≥ 2 (worst
 # {glue:text}`cal_bt_levels_gain_worst`, no margin).
 #
-# * `agf_onset_order`: the three largest Fourier magnitudes are learned in decreasing order of magnitude (1 if
-#   $t_1 < t_2 < t_3$); it held at {glue:text}`cal_agf_onset_order_passing` seeds (no margin is possible for an
-#   order).
-# * `agf_spread_gain`: the spread of these onsets, $(t_3 - t_1)$ / steps, from the small initialisation minus the
-#   same from the large one (the control, which learns them together): {glue:text}`cal_agf_spread_gain`.
+# * Recorded, not checked: `agf_onset_order`, whether the three largest Fourier magnitudes are learned in decreasing
+#   order of magnitude (1 if $t_1 < t_2 < t_3$), and `agf_spread_gain`, the spread of these onsets,
+#   $(t_3 - t_1)$ / steps, from the small initialisation minus the same from the large one (the control, which
+#   learns them together). In the calibration of this version the order held at {glue:text}`cal_agf_order_held`
+#   seeds and the spread gain ranged over {glue:text}`cal_agf_spread_range`: at one seed the order broke and the
+#   spread vanished, so neither is a claim this run supports at every seed.
 # * `agf_plateau_gain`: the fraction of the run before the loss leaves its initial value by 1 %, small minus large
 #   initialisation: {glue:text}`cal_agf_plateau_gain`.
 # * sanity `qwem_onset_error`: the largest relative error between the measured onsets of the top modes and the
@@ -468,10 +468,12 @@ plt.show()
 # %%
 checks = rfm.book.Checks("one_feature_at_a_time", P, seed=seed, device=dev, output_dir=output_dir)
 rfm.book.glue_calibration("one_feature_at_a_time")
-checks.claim("agf_onset_order", float(agf_order_ok), at_least=1.0,
-             what="1 if the three largest Fourier magnitudes are learned in decreasing order (small init)")
-checks.claim("agf_spread_gain", sep_s - sep_l, at_least=0.1,
-             what="(t3 - t1) / steps from the small initialisation minus the same from the large one")
+# the onset order and the spread failed at one calibrated seed (the same one): recorded and reported, not checked
+checks.record(agf_onset_order=float(agf_order_ok), agf_spread_gain=sep_s - sep_l)
+_agf = (rfm.book.load_calibration("one_feature_at_a_time") or {}).get("measured") or {}
+_order, _spread = _agf.get("agf_onset_order", []), _agf.get("agf_spread_gain", [])
+rfm.book.glue("cal_agf_order_held", f"{sum(v >= 1 for v in _order)} of {len(_order)}" if _order else "(not calibrated)")
+rfm.book.glue("cal_agf_spread_range", f"{min(_spread):+.3f} to {max(_spread):+.3f}" if _spread else "(not calibrated)")
 checks.claim("agf_plateau_gain", plat_s - plat_l, at_least=0.03,
              what="initial plateau (fraction of the run), small minus large initialisation")
 checks.claim("bt_levels_gain", len(rest) - len(rest_large), at_least=2,
@@ -512,9 +514,11 @@ full = rfm.book.glue_full_run("one_feature_at_a_time")
 # ## What we reproduced, what we could not, and why
 #
 # * **Reproduced, at the smoke scale (the largest that ran).** From small initialisation the quadratic network
-#   learns the Fourier features of modular addition in decreasing order of their magnitude, spread out in time,
-#   where the same network from a large initialisation learns them together and has no initial plateau; this tests
-#   the *order* of the onsets that AGF {cite:p}`kunin2025alternating` predicts, not the AGF algorithm. Linearised
+#   has a longer initial plateau than the same network from a large initialisation, and it learns the Fourier
+#   features of modular addition one after another, in decreasing order of their magnitude, at
+#   {glue:text}`cal_agf_order_held` calibrated seeds (at one the order broke: a finding, so the order is recorded,
+#   not claimed); this concerns the *order* of the onsets that AGF {cite:p}`kunin2025alternating` predicts, not
+#   the AGF algorithm. Linearised
 #   Barlow Twins rests at more integer loss levels from small than from large initialisation
 #   {cite:p}`simon2023stepwise`. The escape direction satisfies the bound $\sigma_1 \ge \ell^{1/4}\sigma_k$
 #   {cite:p}`bantzis2025saddle`, which a random point of the same spheres fails.
