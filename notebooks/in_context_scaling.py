@@ -418,6 +418,8 @@ rfm.book.glue("n_grid_text", ", ".join(str(n) for n in n_grid), "{}")
 #   test prompts (claim 1; the zero predictor ignores the context).
 # * `both_context`: MLP([ψ, vec])'s error divided by the better of MLP(ψ) and MLP(vec) at the same $n$, worst $n$
 #   (claim 5, as non-inferiority: it is *within* a factor of the better parent, not better than it).
+# * The two rules above are the ten-seed mean plus four standard deviations, rounded up to two significant digits
+#   (0.32 and 1.2).
 # * `vec_task_gain`: MLP(vec)'s MSE($T_\min$)/MSE($\infty$) at $n_\min$ (claim 2: it task-scales).
 # * `vec_minus_psi_task_gain`: that gain minus MLP(ψ)'s (claim 4: ψ's MLP does not task-scale like vec's).
 # * `both_beyond_psi`: MLP([ψ, vec])'s error at $T = \infty$, $n_\min$ divided by MLP(ψ)'s (claim 5: with many
@@ -452,9 +454,9 @@ checks.sanity("vec_not_context", float(ratio["MLP(vec)"] - ratio["MLP(ψ)"]), at
                    "is near the zero predictor at n_max: not evidence that it cannot context-scale)")
 checks.sanity("vec_learned", vec_vs_zero, at_most=0.5,
               what="MLP(vec) MSE at n_min, T infinite, over the zero predictor's (precondition)")
-checks.claim("tf_context", tf_vs_zero_ratio, at_most=0.45,
+checks.claim("tf_context", tf_vs_zero_ratio, at_most=0.32,
              what="the transformer's MSE(n_max)/MSE(n_min) over the zero predictor's, same test prompts, T infinite")
-checks.claim("both_context", both_context, at_most=1.3,
+checks.claim("both_context", both_context, at_most=1.2,
              what="MLP([psi, vec]) MSE within this factor of the better of MLP(psi) and MLP(vec), worst n, "
                   "T infinite (non-inferiority)")
 checks.claim("vec_task_gain", float(gain["MLP(vec)"]), at_least=1.2,
