@@ -594,8 +594,7 @@ checks.claim("mnist_best_iteration", mn_best, at_least=1,
              what="MNIST: the iteration of best validation accuracy is after a feature update (not the fixed kernel)")
 # (best accuracy - accuracy at iteration 5) / (best - fixed kernel's): recorded; above one half at some seeds
 checks.record(mnist_val_gap_at_5=mn_gap5 / mn_gain if mn_gain > 0 else float("inf"))
-_gap5 = [v for v in ((rfm.book.load_calibration("eigenpro_dynamics") or {}).get("measured") or {}).get(
-    "mnist_val_gap_at_5", []) if v is not None]
+_gap5 = rfm.book.calibration_values("eigenpro_dynamics", "mnist_val_gap_at_5")
 rfm.book.glue("mn_gap5_over_half", f"{sum(v > 0.5 for v in _gap5)} of {len(_gap5)}" if _gap5 else "(not calibrated)")
 rfm.book.glue("mn_gap5_range", f"{min(_gap5):.2f} to {max(_gap5):.2f}" if _gap5 else "(not calibrated)")
 checks.sanity("epoch_ratio", epoch_ratio, at_least=10,

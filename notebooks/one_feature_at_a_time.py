@@ -470,8 +470,8 @@ checks = rfm.book.Checks("one_feature_at_a_time", P, seed=seed, device=dev, outp
 rfm.book.glue_calibration("one_feature_at_a_time")
 # the onset order and the spread failed at one calibrated seed (the same one): recorded and reported, not checked
 checks.record(agf_onset_order=float(agf_order_ok), agf_spread_gain=sep_s - sep_l)
-_agf = (rfm.book.load_calibration("one_feature_at_a_time") or {}).get("measured") or {}
-_order, _spread = _agf.get("agf_onset_order", []), _agf.get("agf_spread_gain", [])
+_order, _spread = (rfm.book.calibration_values("one_feature_at_a_time", k) for k in ("agf_onset_order",
+                                                                                  "agf_spread_gain"))
 rfm.book.glue("cal_agf_order_held", f"{sum(v >= 1 for v in _order)} of {len(_order)}" if _order else "(not calibrated)")
 rfm.book.glue("cal_agf_spread_range", f"{min(_spread):+.3f} to {max(_spread):+.3f}" if _spread else "(not calibrated)")
 checks.claim("agf_plateau_gain", plat_s - plat_l, at_least=0.03,

@@ -477,8 +477,7 @@ checks.claim("quad_converges", log_ratio(final_loss(r_quad), r_quad["loss"][0]),
              what="c = 1.5: log10(NQM's final loss / its initial loss); the linear model diverges there")
 # the network's convergence to 1e-3 of its start failed at one calibrated seed: recorded, reported, not checked
 checks.record(net_converges=log_ratio(final_loss(r_net), r_net["loss"][0]))
-_nc = [v for v in ((rfm.book.load_calibration("quadratic_models_catapult") or {}).get("measured") or {}).get(
-    "net_converges", []) if v is not None]
+_nc = rfm.book.calibration_values("quadratic_models_catapult", "net_converges")
 rfm.book.glue("cal_net_conv_count", f"{sum(v <= -3 for v in _nc)} of {len(_nc)}" if _nc else "(not calibrated)")
 rfm.book.glue("cal_net_conv_worst", f"{max(_nc):.2f}" if _nc else "(not calibrated)")
 checks.claim("quad_spike", math.log10(peak_ratio(r_quad)) - math.log10(peak_ratio(runs["quadratic", c_lo])),
