@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import os
 import sys
 import time
@@ -124,7 +125,6 @@ def main(argv=None):
     os.makedirs(args.out, exist_ok=True)
     todo = [n for n in names if args.force or not os.path.exists(os.path.join(args.out, f"{n}.json"))]
     units = [(n, p, m.name) for n in todo for p in PROTOCOLS for m in methods_for(p, args.seed, "cpu")]
-    # kernel methods first within a set: they are the long units on a CPU
     if args.list:
         for u in units:
             print(*u)
@@ -133,7 +133,7 @@ def main(argv=None):
     pending = {n: {} for n in todo}
     need = {n: sum(1 for u in units if u[0] == n) for n in todo}
     t0 = time.perf_counter()
-    with ProcessPoolExecutor(max_workers=args.jobs) as pool:
+    with ProcessPoolExecutor(max_workers=args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
         futures = [pool.submit(run_unit, *u, seed=args.seed, device=args.device) for u in units]
         for fut in as_completed(futures):
             name, protocol, method, out = fut.result()
@@ -141,9 +141,11 @@ def main(argv=None):
             need[name] -= 1
             if need[name] == 0:
                 s = tab.load_keel(name)
+                done = pending.pop(name)  # in the methods' order, whatever order the units finished in
+                ordered = {p: {m.name: done[p][m.name] for m in methods_for(p, args.seed, "cpu")} for p in PROTOCOLS}
                 rec = {"set": name, "rows": s.n, "columns": s.d, "classes": len(s.classes),
                        "categorical": s.n_categorical, "seed": args.seed, "settings": FULL, "device": args.device,
-                       "results": pending.pop(name)}
+                       "results": ordered}
                 with open(os.path.join(args.out, f"{name}.json"), "w") as fh:
                     json.dump(rec, fh, indent=1)
                 cpu = {f"{p}/{m}": round(o["cpu_seconds"], 1) for p, r in rec["results"].items() for m, o in r.items()}

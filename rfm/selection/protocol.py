@@ -448,7 +448,7 @@ def read_results(folder) -> dict[str, dict[str, dict[str, Result]]]:
     output, one per protocol.
 
     Each file holds ``{"set": name, "results": {protocol: {method: {"scores": [...], "chosen": [...], ...}}}}``;
-    the extra keys of a method's record (e.g. ``mass``) are kept in :attr:`Result.extra`.
+    the extra keys of a method's record (e.g. ``mass``) are kept in the ``extra`` field of :class:`Result`.
 
     Parameters
     ----------
