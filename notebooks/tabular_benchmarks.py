@@ -523,10 +523,10 @@ rfm.book.glue("failed_largest", ", ".join(n for n, c in largest.items() if not c
 # %% [markdown]
 # ## What we reproduced, and what not
 #
-# * **Reproduced**, at the largest scale that ran ({glue:text}`largest_scale`), on substitute data, the checks
-#   {glue:text}`passed_largest`: with noise columns appended, the AGOP moves the weight of $M$ onto the real columns
-#   of the tables and RFM's edge over the Laplace machine it starts from grows. Failed there:
-#   {glue:text}`failed_largest`.
+# * **Reproduced**, at the largest scale that ran ({glue:text}`largest_scale`), on substitute data: the checks
+#   {glue:text}`passed_largest` (`noise_weight_moved`: with noise columns appended, the AGOP moves the weight of $M$
+#   onto the real columns; `noise_edge_growth`: the noise grows RFM's edge over the Laplace machine it starts from;
+#   `same_folds` is a sanity check). **Failed there**, a finding: {glue:text}`failed_largest`.
 # * **Not reproduced: the headline.** "Best average accuracy, rank, P90/P95 and PMA" fails on the offline tables.
 #   In this run RFM minus the best baseline is {glue:text}`rfm_minus_best` and RFM minus its own iteration 0 is
 #   {glue:text}`rfm_minus_laplace`, with mean-rank place {glue:text}`rank_place` of {glue:text}`n_methods`; at full
