@@ -84,6 +84,7 @@ n_noise: "Optional[int]" = None     # noise columns appended in the feature-sele
 max_train: "Optional[int]" = None   # cap on each training fold (a seeded subsample; None: no cap)
 
 # %%
+import json
 import os
 import time
 import zlib
@@ -180,6 +181,10 @@ if P.profile == "full":  # the per-set files of scripts/tabular_full.py: every m
     missing = [s.name for s in SETS if s.name not in stored.get("nested", {})]
     if missing:
         raise FileNotFoundError(f"no result file for {missing} in {SET_FILES}: run scripts/tabular_full.py first")
+    with open(os.path.join(SET_FILES, f"{SETS[0].name}.json")) as fh:  # the files were made with this profile's knobs
+        made = json.load(fh)["settings"]
+    if any(made[k] != getattr(P, k) for k in ("folds", "regs", "iters", "n_noise", "fixed_val_fraction", "max_train")):
+        raise ValueError(f"the files in {SET_FILES} were made with {made}; rerun scripts/tabular_full.py --force")
     results, fixed = ({s.name: stored[p][s.name] for s in SETS} for p in ("nested", "fixed_split"))
 else:
     results = tb.benchmark(methods, SETS, folds=P.folds, seed=seed, max_train=P.max_train)
