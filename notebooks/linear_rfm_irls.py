@@ -63,6 +63,7 @@ ratio: "Optional[float]" = None     # matrix completion: observed entries per de
 trials: "Optional[int]" = None      # problems drawn per method (the figures show medians and ranges)
 
 # %%
+import json
 import time
 
 import matplotlib.pyplot as plt
@@ -76,17 +77,23 @@ import rfm.book
 from rfm.data import low_rank_completion, sparse_regression
 from rfm.metrics import relative_error
 from rfm.models import linear as L
+from rfm.nets.curves import first_reaching
 from rfm.nets.linear import deep_linear_completion, diagonal_network_regression
 
+# %% [markdown]
+# The two profiles' settings, with the knobs of the parameters cell applied on top, and the number of observed
+# entries they imply.
+
+# %%
 start = time.perf_counter()
 P = rfm.book.settings(
     profile,
     smoke=dict(n=60, d=200, s=8, sparse_iters=50, trials=5, diag_steps=10000, phase_ratios=[1, 2, 3, 4, 5, 6, 7, 8, 10],
-               phase_trials=5, d_mc=100, r=3, ratio=4.0, mc_iters=400, mc_trials=3, dln_steps=3000,
+               phase_trials=5, d_mc=100, r=3, ratio=4.0, mc_iters=400, mc_trials=3, dln_steps=3000, authors_iters=200,
                mc_phase_iters=400, mc_phase_d=40, mc_phase_ranks=[1, 2, 4], mc_phase_ratios=[1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0],
                mc_phase_trials=2, timing_dims=[100, 200, 400], timing_iters=5),
     full=dict(n=60, d=200, s=8, sparse_iters=100, trials=10, diag_steps=100000, phase_ratios=[1, 2, 3, 4, 5, 6, 7, 8, 10],
-              phase_trials=20, d_mc=500, r=5, ratio=10000 / 4975, mc_iters=1000, mc_trials=3, dln_steps=4000,
+              phase_trials=20, d_mc=500, r=5, ratio=10000 / 4975, mc_iters=1000, mc_trials=3, dln_steps=4000, authors_iters=3000,
               mc_phase_iters=400, mc_phase_d=100, mc_phase_ranks=[1, 2, 3, 5, 8],
               mc_phase_ratios=[1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 6.0, 8.0], mc_phase_trials=4,
               timing_dims=[500, 1000, 2000, 5000], timing_iters=3),
@@ -150,7 +157,9 @@ def problem_seed(t):
 #
 # {glue:text}`n_trials` problems with $n$ = {glue:text}`sp_n` Gaussian measurements of a vector in
 # $d$ = {glue:text}`sp_d` dimensions with $s$ = {glue:text}`sp_s` non-zero entries. We run lin-RFM at
-# $\alpha = \tfrac14$ and $\alpha = \tfrac12$ (no smoothing, as in the authors' code), the reference IRLS at
+# $\alpha = \tfrac14$ and $\alpha = \tfrac12$ without smoothing (the authors' repository, `aradha/lin-RFM`, holds
+# matrix-completion code only, `linear_rfm.py` and `svd_free_lin_rfm.py`: nothing of its sparse regression), the
+# reference IRLS at
 # $p = 1$ and $p = 0$ with the smoothing $\varepsilon$ of {cite:t}`daubechies2010iteratively` (weights
 # $(w_i^2 + \varepsilon)^{p/2-1}$, $\varepsilon$ from 1, multiplied by 0.7 per step), and the minimum-norm
 # solution, which is lin-RFM's iteration 0 and the control: it cannot find a sparse vector. The network baseline is
@@ -350,6 +359,12 @@ for Y, mask in completion:
     mc["deep linear network"].append(deep_linear_completion(Y, mask, depth=3, init_scale=0.1, lr=1e-3,
                                                               steps=P.dln_steps, seed=problem_seed(0), Y_eval=Y,
                                                               threads=None))
+
+# %% [markdown]
+# Two ways to stop without the truth: on a held-out tenth of the observed entries, and under the authors' ridge
+# schedule.
+
+# %%
 # what a user gets without the truth: stop on a held-out tenth of the *observed* entries
 held = [L.lin_rfm_completion(Y.to(dev), mask.to(dev), iters=P.mc_iters, holdout=0.1, patience=50, seed=seed,
                              Y_eval=Y.to(dev)) for Y, mask in completion]
@@ -357,13 +372,43 @@ mc_final = {name: np.array([res["eval_error"][-1] for res in runs]) for name, ru
 mc_secs = {name: np.array([res["time"][-1] for res in runs]) for name, runs in mc.items()}
 held_err = np.array([h["eval_error"][h["iteration"]] for h in held])
 held_it = [h["iteration"] for h in held]
+# the authors' schedule (svd_free_lin_rfm.py): ridge 0.05, set to 1e-3 for good once the mean squared error falls
+# below 0.1, read on the unobserved entries as their code does ("eval", an oracle) or on held-out observed entries
+authors = {how: [L.lin_rfm_completion(Y.to(dev), mask.to(dev), iters=P.authors_iters, reg=0.05, reg_min=1e-3,
+                                      reg_schedule="switch", reg_switch=0.1, switch_on=how, seed=seed,
+                                      holdout=0.1 if how == "holdout" else 0.0, Y_eval=Y.to(dev))
+                 for Y, mask in completion] for how in ("eval", "holdout")}
+authors_err = {how: np.array([r["eval_error"][r["iteration"]] for r in runs]) for how, runs in authors.items()}
+
+# %% [markdown]
+# How long each method takes to reach the authors' own success level.
+
+# %%
+# time to the authors' own success level (mean squared error 1e-3 on the unobserved entries, a relative error of
+# sqrt(1e-3) for these matrices), SVD-free lin-RFM against IRLS-1; a method that never gets there counts its whole
+# run, a lower bound on its time
+TARGET = 1e-3 ** 0.5
+def time_to_target(res):
+    return first_reaching(res["time"], res["eval_error"], TARGET, below=True, default=np.inf)
+t_rfm = np.array([time_to_target(r) for r in mc["lin-RFM, SVD-free (alpha = 1/2)"]])
+t_irls = np.array([min(time_to_target(r), r["time"][-1]) for r in mc["IRLS-1, smoothed"]])
+irls_reached = int(np.sum([np.isfinite(time_to_target(r)) for r in mc["IRLS-1, smoothed"]]))
+time_to_accuracy = float(np.median(np.log10(t_irls / t_rfm)))
 
 # %%
 table = pd.DataFrame({name: {"median test error": np.median(mc_final[name]), "worst test error": mc_final[name].max(),
                              "median seconds": np.median(mc_secs[name])} for name in mc}).T
 table.loc["lin-RFM, SVD-free, stopped on held-out entries"] = [np.median(held_err), held_err.max(), np.nan]
+for how, label in (("eval", "oracle switch on unobserved"), ("holdout", "switch on held-out observed")):
+    table.loc[f"lin-RFM, SVD-free, authors' schedule, {label}"] = [
+        np.median(authors_err[how]), authors_err[how].max(), np.median([r["time"][-1] for r in authors[how]])]
 display(table.style.format({"median test error": "{:.1e}", "worst test error": "{:.1e}", "median seconds": "{:.2f}"},
                            na_rep="-"))
+
+# %% [markdown]
+# The comparisons that the text quotes, as ratios of median test errors.
+
+# %%
 RFM_MC = "lin-RFM, SVD-free (alpha = 1/2)"
 mc_vs_quarter = float(np.median(np.log10(mc_final["lin-RFM, alpha = 1/4"] / mc_final[RFM_MC])))
 mc_vs_dln = float(np.median(np.log10(mc_final["deep linear network"] / mc_final[RFM_MC])))
@@ -376,7 +421,12 @@ rfm.book.glue_many(dict(mc_rfm=mc_median, mc_rfm_worst=mc_final[RFM_MC].max(),
                         mc_quarter=np.median(mc_final["lin-RFM, alpha = 1/4"]),
                         mc_irls=np.median(mc_final["IRLS-1, smoothed"]),
                         mc_dln=np.median(mc_final["deep linear network"]),
-                        mc_held=np.median(held_err)), "{:.1e}")
+                        mc_held=np.median(held_err), mc_authors_oracle=np.median(authors_err["eval"]),
+                        mc_authors_held=np.median(authors_err["holdout"])), "{:.1e}")
+rfm.book.glue_many(dict(time_to_accuracy=time_to_accuracy, t_rfm=np.median(t_rfm), t_irls=np.median(t_irls)), "{:.2f}")
+rfm.book.glue_many(authors_iters=f"{P.authors_iters:,}", irls_reached=f"{irls_reached} of {P.mc_trials}",
+                   authors_switch=", ".join(str(r["switched_at"]) for r in authors["eval"]),
+                   mc_target=f"{TARGET:.3f}")
 rfm.book.glue_many(dict(mc_vs_quarter=mc_vs_quarter, mc_vs_dln=mc_vs_dln), "{:.1f}")
 short = {RFM_MC: "rfm", "lin-RFM, alpha = 1/4": "quarter", "IRLS-1, smoothed": "irls", "deep linear network": "dln"}
 rfm.book.glue_many({short[name]: np.median(secs) for name, secs in mc_secs.items()}, "{:.1f}", prefix="mc_secs_");
@@ -419,6 +469,22 @@ plt.show()
 # the *unobserved* entries stops improving, which a user does not have. Stopping instead on a held-out tenth of the
 # observed entries (50 iterations of patience) gives a median test error of {glue:text}`mc_held`, stopping at
 # iterations {glue:text}`mc_held_its`: the price of fitting on 90 % of the entries and of stopping honestly.
+#
+# **The authors' schedule.** Their `svd_free_lin_rfm.py` (read in `aradha/lin-RFM`; its `main.py` sets $d = 500$,
+# $r = 5$, 10,000 observed entries, a ridge of 0.05 and 3,000 iterations) keeps the ridge at 0.05 until the *mean
+# squared* error on the unobserved entries falls below 0.1, then sets it to $10^{-3}$ for good, and stops once that
+# error is below $10^{-3}$. Their matrices have Frobenius norm $d$ (mean squared entry 1), as ours do, so these
+# levels are a relative error of $\sqrt{0.1} \approx 0.32$ and $\sqrt{10^{-3}} \approx 0.032$: their success level is
+# much looser than our $10^{-3}$ relative error. We run their schedule (`reg_schedule="switch"`) for
+# {glue:text}`authors_iters` iterations, once with their oracle switch (it reads the unobserved entries; switched
+# at iterations {glue:text}`authors_switch`) and once with the switch read on a held-out tenth of the observed
+# entries: median test errors {glue:text}`mc_authors_oracle` and {glue:text}`mc_authors_held`.
+#
+# **Time to accuracy.** "Faster than IRLS" is a claim about time to an answer, not about one update. To the
+# authors' success level (relative test error {glue:text}`mc_target`) the SVD-free lin-RFM took a median of
+# {glue:text}`t_rfm` s and smoothed IRLS-1 {glue:text}`t_irls` s ({glue:text}`irls_reached` IRLS runs got there;
+# a run that did not counts its whole time, a lower bound): lin-RFM is {glue:text}`time_to_accuracy` orders of
+# magnitude faster on these problems (the check `time_to_accuracy`).
 
 # %% [markdown]
 # ## Matrix completion: the phase diagram
@@ -440,6 +506,11 @@ for rank in P.mc_phase_ranks:
             res = L.lin_rfm_completion(Y.to(dev), mask.to(dev), iters=P.mc_phase_iters, Y_eval=Y.to(dev))
             mcp_rows.append({"rank": rank, "obs/dof": ratio_obs, "trial": t, "error": res["eval_error"][-1]})
 mcp = pd.DataFrame(mcp_rows)
+
+# %% [markdown]
+# At one cell of the grid, the deep linear network and lin-RFM on the same problem.
+
+# %%
 # the deep linear network on the first problem of the lowest rank at 4 observations per degree of freedom
 low_rank_cell = (min(P.mc_phase_ranks), 4.0)
 Y, mask = low_rank_completion(P.mc_phase_d, low_rank_cell[0],
@@ -448,6 +519,12 @@ Y, mask = low_rank_completion(P.mc_phase_d, low_rank_cell[0],
 dln_low = deep_linear_completion(Y.to(dev), mask.to(dev), depth=3, init_scale=0.1, lr=1e-3, steps=P.dln_steps,
                                    seed=problem_seed(0), Y_eval=Y.to(dev))["eval_error"][-1]
 rfm_low = L.lin_rfm_completion(Y.to(dev), mask.to(dev), iters=P.mc_phase_iters, Y_eval=Y.to(dev))["eval_error"][-1]
+
+# %% [markdown]
+# The share of problems recovered in each cell, and the smallest ratio at which every trial of a rank is
+# recovered.
+
+# %%
 mcp["recovered"] = mcp["error"] < 1e-3
 grid = mcp.pivot_table(index="rank", columns="obs/dof", values="recovered", aggfunc="mean")
 display(grid.style.format("{:.2f}"))
@@ -500,6 +577,12 @@ plt.show()
 # method.
 
 # %%
+def per_iteration(res):
+    """Seconds of one iteration (one metric update and one row solve): the run's time less iteration 0's solve
+    (which has no metric update before it), over the iterations."""
+    return (res["time"][-1] - res["time"][0]) / P.timing_iters
+
+
 timing_rows = []
 for dim in P.timing_dims:
     k = min(int(round(P.ratio * P.r * (2 * dim - P.r))), dim * dim)
@@ -509,14 +592,19 @@ for dim in P.timing_dims:
         res = L.lin_rfm_completion(Y, mask, iters=P.timing_iters, **kw)
         timing_rows.append({"d": dim, "method": name, "missing entries": dim * dim - k,
                             "metric s/iter": res["metric_time"][-1] / P.timing_iters,
-                            "total s/iter": res["time"][-1] / (P.timing_iters + 1)})
+                            "total s/iter": per_iteration(res)})
     res = L.irls_completion(Y, mask, iters=P.timing_iters, p=1.0)
     timing_rows.append({"d": dim, "method": "IRLS-1", "missing entries": dim * dim - k,
                         "metric s/iter": res["metric_time"][-1] / P.timing_iters,
-                        "total s/iter": res["time"][-1] / (P.timing_iters + 1)})
+                        "total s/iter": per_iteration(res)})
 timing = pd.DataFrame(timing_rows)
 display(timing.style.hide(axis="index").format({"metric s/iter": "{:.4f}", "total s/iter": "{:.4f}",
                                                 "missing entries": "{:,}"}))
+
+# %% [markdown]
+# The speed-ups at the largest dimension, for the text.
+
+# %%
 last = timing[timing["d"] == max(P.timing_dims)].set_index("method")
 svd_speedup = float(last.loc["eigendecomposition", "metric s/iter"] / last.loc["SVD-free", "metric s/iter"])
 total_speedup = float(last.loc["IRLS-1", "total s/iter"] / last.loc["SVD-free", "total s/iter"])
@@ -561,8 +649,8 @@ plt.show()
 # {glue:text}`cal_sparse_vs_network_worst` for `sparse_vs_network` (rule {glue:text}`rule_sparse_vs_network`),
 # {glue:text}`cal_completion_error_worst` for `completion_error` (rule {glue:text}`rule_completion_error`),
 # {glue:text}`cal_completion_vs_quarter_worst` and {glue:text}`cal_completion_vs_dln_worst` for the two completion
-# comparisons (rule {glue:text}`rule_completion_vs_quarter`), and {glue:text}`cal_svd_free_speedup_worst` for the
-# timing (rule {glue:text}`rule_svd_free_speedup`), which is the noisiest.
+# comparisons (rule {glue:text}`rule_completion_vs_quarter`), and {glue:text}`cal_time_to_accuracy_worst` for the
+# timing (rule {glue:text}`rule_time_to_accuracy`), which depends on the machine.
 #
 # * `sparse_gain`: lin-RFM ($\alpha = \tfrac14$) against its iteration 0, the minimum-norm solution.
 # * `sparse_vs_network`: lin-RFM ($\alpha = \tfrac14$) against the diagonal linear network.
@@ -571,14 +659,17 @@ plt.show()
 # * `completion_error`: the SVD-free lin-RFM's median test error (iteration 0 has error 1).
 # * `completion_vs_quarter` and `completion_vs_dln`: the SVD-free lin-RFM against the $\alpha = \tfrac14$ power and
 #   against the deep linear network.
-# * `svd_free_speedup`: the cost of the eigendecomposition over the SVD-free metric update at the largest $d$
-#   (a timing: it depends on the machine; calibrated on this book's 2-core CPU).
+# * `time_to_accuracy`: seconds of smoothed IRLS-1 over seconds of the SVD-free lin-RFM to the authors' success
+#   level, on the same problems (an order: lin-RFM must get there first; a timing, so it depends on the machine).
+# * sanity `svd_free_speedup`: the eigendecomposition costs more than the product it replaces at the largest $d$.
+#   Both compute the same matrix, so this measures the cost of the two linear-algebra calls, not a property of
+#   lin-RFM: it reproduces nothing.
 # * sanity `irls_step`: one lin-RFM step equals one IRLS step (holds by algebra; a test of the implementation).
 #
 # Where they hold: the sparse checks need $n/s$ at or above the transition (every problem was recovered from
 # $n/s$ = 6 or 7 in the calibration, at $d/s = 25$; the smoke setting has $n/s = 7.5$); the completion checks need
 # enough observations per degree of freedom for the rank (4 at rank 3 in the calibration; more at rank 1; see the
-# phase diagram); the timing check needs a largest $d$ of a few hundred or more.
+# phase diagram); `svd_free_speedup` needs a largest $d$ of a few hundred or more.
 
 # %%
 checks = rfm.book.Checks("linear_rfm_irls", P, seed=seed, device=dev, output_dir=output_dir)
@@ -594,10 +685,14 @@ checks.claim("completion_vs_quarter", mc_vs_quarter, at_least=2.0,
              what="completion: median log10(error alpha=1/4 / error SVD-free alpha=1/2)")
 checks.claim("completion_vs_dln", mc_vs_dln, at_least=2.0,
              what="completion: median log10(deep linear network error / SVD-free lin-RFM error)")
-checks.claim("svd_free_speedup", svd_speedup, at_least=3.0,
-             what="metric update at the largest d: seconds through the eigendecomposition / SVD-free")
+checks.claim("time_to_accuracy", time_to_accuracy, at_least=0.0,
+             what="completion: median log10(IRLS-1 seconds / SVD-free lin-RFM seconds) to a relative test error "
+                  "of sqrt(1e-3) (IRLS: its whole run if it never gets there)")
+checks.sanity("svd_free_speedup", svd_speedup, at_least=1.0,
+              what="metric update at the largest d: seconds through the eigendecomposition / SVD-free "
+                   "(a product against an eigendecomposition of the same matrix: cost by construction)")
 checks.sanity("irls_step", step_gap, at_most=1e-8, what="max difference of one lin-RFM step and one IRLS step")
-rfm.book.glue_calibration("linear_rfm_irls", fmt="{:.3g}")
+rfm.book.glue_calibration("linear_rfm_irls", list(checks.checks), fmt="{:.3g}")
 rfm.book.glue_many({name: c.rule for name, c in checks.checks.items()}, prefix="rule_")
 checks.record(
     sparse_final={name: [float(v) for v in e] for name, e in final.items()}, sparse_min_norm=[float(v) for v in min_norm],
@@ -607,6 +702,9 @@ checks.record(
     phase_transition=transition, completion_final={name: [float(v) for v in e] for name, e in mc_final.items()},
     completion_seconds={name: [float(v) for v in e] for name, e in mc_secs.items()},
     completion_vs_irls=mc_vs_irls, held_out_error=[float(v) for v in held_err], held_out_iteration=held_it,
+    authors_schedule_error={how: [float(v) for v in e] for how, e in authors_err.items()},
+    authors_schedule_switch=[r["switched_at"] for r in authors["eval"]],
+    seconds_to_target={"lin-RFM, SVD-free": [float(v) for v in t_rfm], "IRLS-1": [float(v) for v in t_irls]},
     completion_phase=mcp[["rank", "obs/dof", "trial", "error"]].to_dict(orient="records"),
     timing=timing.to_dict(orient="records"), total_speedup=total_speedup,
     chapter_seconds=time.perf_counter() - start)
@@ -643,7 +741,34 @@ def _full_timing(f):
             "(one run on a shared CPU, not a benchmark)")
 
 
+# %% [markdown]
+# The authors' setting under four ridge schedules, and the committed full-profile run, glued for the text.
+
+# %%
+def _device_authors():
+    """results/linear_rfm_irls/authors_schedule.json: the authors' setting under four ridge schedules (one H200)."""
+    path = rfm.book.ROOT / "results" / "linear_rfm_irls" / "authors_schedule.json"
+    if not path.exists():
+        return "not run"
+    runs = pd.DataFrame(json.loads(path.read_text())["runs"])
+    med = runs.groupby("method")["final"].agg(["median", "min", "max"])
+    return "; ".join(f"{name}: median {row['median']:.3f} (from {row['min']:.3f} to {row['max']:.3f})"
+                     for name, row in med.iterrows())
+
+
+rfm.book.glue("device_authors", _device_authors())
+
+
+def _full_authors(f):
+    e = f["measured"].get("authors_schedule_error")
+    if e is None:
+        return "not in the committed full run (it predates the schedule)"
+    return (f"median test error {np.median(e['eval']):.2f} with the oracle switch and {np.median(e['holdout']):.2f} "
+            f"with the switch on held-out entries, after {f['params'].get('authors_iters', 0):,} iterations")
+
+
 full = rfm.book.glue_full_run("linear_rfm_irls", {
+    "full_authors": _full_authors,
     "full_completion": _full_completion,
     "full_held": lambda f: f"{np.median(f['measured']['held_out_error']):.2f}",
     "full_phase": _full_phase,
@@ -662,16 +787,21 @@ full = rfm.book.glue_full_run("linear_rfm_irls", {
 #   The SVD-free power $\alpha = \tfrac12$ completes matrices orders of magnitude more accurately than the
 #   nuclear-norm power in the same number of iterations, and more accurately than a deep linear network trained on
 #   the same entries, above the transition of the phase diagram (the smoke setting has 4 observations per degree of
-#   freedom at rank 3); its metric update avoids the eigendecomposition that the other powers and IRLS-$p$
-#   ($p > 0$) need.
+#   freedom at rank 3); it reaches the authors' success level sooner than smoothed IRLS-1 on the same problems
+#   (`time_to_accuracy`, smoke scale only: the full run predates this check).
 # * **Qualified.** Below the transition lin-RFM does not recover the matrix (and the network can do better there); the
-#   authors' repository setting is such a case for our implementation (the full-profile finding below). In sparse
+#   authors' repository setting is such a case for our geometric ridge schedule, not for the authors' schedule
+#   (the finding below). In sparse
 #   regression, the unsmoothed $\alpha = \tfrac12$ (IRLS-0) gets stuck on some problems;
 #   $\alpha = \tfrac14$ or smoothing is needed. "Faster than IRLS" holds against IRLS with an eigendecomposition
 #   ($p > 0$); the smoothed IRLS-0 of {cite:t}`mohan2012iterative` is SVD-free too, and we did not compare with it.
 #   The deep linear networks are one architecture each (completion: depth 3, Adam, initial scale 0.1, chosen among a
 #   handful; sparse regression: a depth-2 diagonal network, gradient descent, initial scale $10^{-3}$), compared at
-#   a fixed budget of steps; we do not know which networks and budgets the paper used.
+#   a fixed budget of steps, **not at convergence**: the diagonal network's training residual is still
+#   {glue:text}`diag_train` when it stops, and its limit from a small initialisation is close to the minimum
+#   $\ell_1$-norm interpolant {cite:p}`woodworth2020kernel`, which recovers the same vector at this $n/s$. So
+#   `sparse_vs_network` measures how much sooner lin-RFM gets there, not a better answer; "outperforms deep linear
+#   networks" at convergence is not tested here. We do not know which networks and budgets the paper used.
 # * **Not compared.** The paper's own figures and timings: its full text was not available offline.
 # * **The full profile** ({glue:text}`full_where`; the figures are in `results/linear_rfm_irls/full_figures/`).
 #   Sparse regression (ten problems, 100 iterations): lin-RFM gains {glue:text}`full_sparse`. The completion phase
@@ -682,8 +812,15 @@ full = rfm.book.glue_full_run("linear_rfm_irls", {
 #   per degree of freedom; 1,000 iterations, a deep linear network of 4,000 steps): **no method recovers the
 #   matrix**: {glue:text}`full_completion` (stopped on held-out observed entries, lin-RFM's median is
 #   {glue:text}`full_held`). Checks that failed there: {glue:text}`full_failed`. At 2 observations per degree of
-#   freedom and rank 5 the problem sits at the edge of the transition of the phase diagram, and our ridge
-#   schedule (0.1, times 0.95 per iteration) is one suspect: the authors' code keeps a ridge of 0.05 until its
-#   error on the *unobserved* entries falls below 0.1 and only then lowers it to $10^{-3}$, a switch that reads the
-#   answer. A schedule that waits on held-out observed entries instead is the obvious next step; we have not run
-#   it in this chapter.
+#   freedom and rank 5 the problem sits at the edge of the transition of the phase diagram. Our ridge schedule
+#   (0.1, times 0.95 per iteration) was one suspect, so the chapter also runs the authors' schedule (section
+#   "Matrix completion: error against iteration"; their levels are mean squared errors, a relative error of 0.32
+#   for the switch and 0.032 for success): at this setting, {glue:text}`full_authors`. By the authors' own
+#   success level (relative error 0.032) a method recovers the matrix only below that number. A separate run of
+#   the same three problems on one H200 (`scripts/linear_rfm_authors_schedule.py`, committed as
+#   `results/linear_rfm_irls/authors_schedule.json`; 3,000 iterations, 1,000 for the geometric schedule) gives
+#   final relative test errors {glue:text}`device_authors`. **So the failure at the authors' setting is our
+#   geometric schedule's, not lin-RFM's**: with the authors' switch, even read honestly on held-out observed
+#   entries, the SVD-free lin-RFM reaches their success level; our geometric ridge decays before the fit has left
+#   the wrong metric and stalls near 0.32. The completion checks of the full profile keep the geometric schedule
+#   and fail there; the full profile now also runs the authors' schedule (`full_authors` above).
