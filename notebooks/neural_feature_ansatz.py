@@ -178,9 +178,9 @@ print(f"profile={P.profile}, device={rfm.book.device_name(dev)}, n={P.n}, d={P.d
 # a first layer of standard deviation $10^{-3}$, on 1000 training and 10,000 test points. The full profile does
 # that, with width 1024 and $d = 100$ (the summary gives neither; they are the defaults of the authors' code, whose
 # `dataset.py` builds this task in `get_two_coordinates` with $d = 100$ and whose network has width 1024), so that
-# $s = 0.01$ gives the standard deviation $10^{-3}$. The smoke profile uses Adam on mini-batches, which reaches a low error in seconds
-# on a CPU; the knob `optimizer` runs it with mini-batch SGD or full-batch gradient descent instead (what SGD gives
-# is in "What we reproduced").
+# $s = 0.01$ gives the standard deviation $10^{-3}$. The smoke profile uses Adam on mini-batches, which reaches a
+# low error in seconds on a CPU; the knob `optimizer` runs it with mini-batch SGD or full-batch gradient descent
+# instead (what SGD gives is in "What we reproduced").
 
 # %%
 X, y = rfm.data.low_rank_polynomial(P.n, P.d, generator=2 * seed, dtype="float32")
@@ -735,9 +735,9 @@ glue("sgd_text", (f"Under mini-batch SGD (the knob `optimizer`, learning rate {P
 #   unchanged in `ansatz_verification/mlps/` of `aradha/agop_feature_learning`, the code released with the Science
 #   version. That `main.py` trains SVHN only; the code's $y = x_1x_2$ loader (`get_two_coordinates` in
 #   `dataset.py`: $d = 100$, 2000 points split 80/20 into training and validation, 1000 test points, mini-batches of
-#   128) is called by none of its scripts, so the code does not say which optimiser the polynomial experiment used. We could not
-#   read the Science paper's text, nor the body of its arXiv version (2212.13881; we found only abstract pages and
-#   the v3 title page), so we do not say which optimiser the paper states. The knob
+#   128) is called by none of its scripts, so the code does not say which optimiser the polynomial experiment
+#   used. We could not read the Science paper's text, nor the body of its arXiv version (2212.13881; we found only
+#   abstract pages and the v3 title page), so we do not say which optimiser the paper states. The knob
 #   `optimizer` of the parameters cell switches the polynomial networks to mini-batch SGD (`"sgd"`) or full-batch
 #   gradient descent (`"gd"`, the full profile's). {glue:text}`sgd_text` **Which holds under SGD**: over these
 #   {glue:text}`sgd_runs` runs the claims {glue:text}`sgd_held` pass with this page's rules every time, and
