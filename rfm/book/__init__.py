@@ -30,6 +30,7 @@ from .records import (
     calibration_values,
     check_name,
     check_profile,
+    cpu_build,
     device_name,
     download_failure,
     git_commit,
@@ -149,6 +150,6 @@ def savefig(fig, name: str, output_dir=None):
 
 
 __all__ = ["NOT_CALIBRATED", "NO_FULL_RUN", "PROFILES", "REPOSITORY_RAW", "RESULTS", "ROOT", "Check", "Checks",
-           "Settings", "calibration_facts", "calibration_values", "device_name", "download_failure", "git_commit",
-           "glue", "glue_calibration", "glue_full_run", "glue_many", "load_calibration", "load_results",
+           "Settings", "calibration_facts", "calibration_values", "cpu_build", "device_name", "download_failure",
+           "git_commit", "glue", "glue_calibration", "glue_full_run", "glue_many", "load_calibration", "load_results",
            "missing_committed", "output_path", "record_only", "savefig", "settings", "summary"]

@@ -37,6 +37,7 @@ from pathlib import Path
 
 from .records import (
     check_name,
+    cpu_build,
     device_name,
     git_commit,
     json_key,
@@ -518,7 +519,7 @@ def calibration_from_records(records: list[dict], seconds: dict | None = None) -
     return dict(
         chapter=chapter, profile=profile, settings=jsonable(settings), seeds=[r["seed"] for r in records],
         date=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), commit=git_commit(),
-        machine=f"{device_name('cpu')}, {platform.platform()}", device=first.get("device"),
+        machine=f"{device_name('cpu')}, {platform.platform()}", build=cpu_build(), device=first.get("device"),
         seconds=jsonable(seconds or {}), checks=checks,
         measured={k: [r.get("measured", {}).get(k) for r in records] for k in scalars},
     )

@@ -189,6 +189,36 @@ def device_name(device=None) -> str:
     return f"cpu ({platform.processor() or platform.machine()}, {os.cpu_count()} cores)"
 
 
+def cpu_build() -> dict:
+    """What decides the last digits of a CPU run: the processor model, torch's vector instruction set and versions.
+
+    Two runs of the same code can differ in round-off on two CPUs (torch and MKL pick their kernels by the
+    instruction set), and a quantity decided by a near tie can then flip; records carry this so that such a
+    difference can be told from a change of code.
+
+    Returns
+    -------
+    dict
+        ``cpu`` (the model name from ``/proc/cpuinfo`` where it exists, else :func:`platform.processor`),
+        ``capability`` (``torch.backends.cpu.get_cpu_capability()``, e.g. ``"AVX2"``), ``torch`` and ``numpy``
+        (versions).
+    """
+    import numpy
+
+    model = ""
+    try:
+        with open("/proc/cpuinfo") as fh:
+            model = next((line.split(":", 1)[1].strip() for line in fh if line.startswith("model name")), "")
+    except OSError:
+        pass
+    try:
+        capability = torch.backends.cpu.get_cpu_capability()
+    except AttributeError:  # older torch
+        capability = "unknown"
+    return dict(cpu=model or platform.processor() or platform.machine(), capability=capability,
+                torch=torch.__version__, numpy=numpy.__version__)
+
+
 def output_path(output_dir=None) -> Path | None:
     """The folder a run writes its figures and measured values to, created if needed.
 
@@ -252,6 +282,7 @@ def summary(chapter: str, params, measured: dict, *, device=None, output_dir=Non
         "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "commit": git_commit(),
         "torch": torch.__version__,
+        "build": cpu_build(),  # the CPU's model and instruction set: they decide the last digits of a CPU run
         "params": jsonable(params),
         "measured": jsonable(measured),
     }
