@@ -646,17 +646,7 @@ else:
                  "epochs at width 1024 and the three-layer network of width 1024 dominate), more than this edition "
                  "could give it; it is meant for a GPU.")
 glue("full_text", full_text)
-# what passed and failed at the largest scale that ran (the full profile when committed, else this run), claims only
-largest = ({n: c for n, c in full["checks"].items() if c["kind"] == "claim"} if full else
-           {n: c.as_dict() for n, c in checks.checks.items() if c.kind == "claim"})
-largest_pass = {n: (checks.checks[n].passes(c["value"]) if n in checks.checks else c["passed"])
-                for n, c in largest.items()}
-glue("largest_scale", (f"the full profile: full-batch gradient descent, {full['device']}, commit {full['commit']}"
-                       if full else "this run (no full run committed)"))
-glue("largest_passed", ", ".join(f"`{n}`" for n, ok in largest_pass.items() if ok) or "none")
-largest_rule = {n: checks.checks[n].rule if n in checks.checks else c["rule"] for n, c in largest.items()}
-glue("largest_failed", "; ".join(f"`{n}` = {largest[n]['value']:.3f} (rule {largest_rule[n]})"
-                                 for n, ok in largest_pass.items() if not ok) or "none");
+rfm.book.glue_largest_run(full, checks, label="the full profile, full-batch gradient descent");
 
 # %% [markdown] tags=["remove-cell"]
 # The smoke runs at other settings of the parameters cell, summarised the same way.

@@ -551,18 +551,15 @@ full = rfm.book.glue_full_run("tabular_benchmarks", values={
     "full_leak": lambda r: (f"RFM's edge over the Laplace machine {r['measured']['edge_nested']:+.3f} nested, "
                             f"{r['measured']['edge_fixed']:+.3f} under the authors' protocol (leak "
                             f"{r['measured']['leak_edge']:+.3f})")})
-largest = full["checks"] if full else {n: c.as_dict() for n, c in checks.checks.items()}
-rfm.book.glue("largest_scale", f"the full profile ({full['device']})" if full else "this run; no full run committed")
-rfm.book.glue("passed_largest", ", ".join(n for n, c in largest.items() if c["passed"]) or "none")
-rfm.book.glue("failed_largest", ", ".join(n for n, c in largest.items() if not c["passed"]) or "none");
+rfm.book.glue_largest_run(full, checks);
 
 # %% [markdown]
 # ## What we reproduced, and what not
 #
 # * **Reproduced**, at the largest scale that ran ({glue:text}`largest_scale`), on substitute data: the checks
-#   {glue:text}`passed_largest` (`noise_weight_moved`: with noise columns appended, the AGOP moves the weight of $M$
-#   onto the real columns; `noise_edge_growth`: the noise grows RFM's edge over the Laplace machine it starts from;
-#   `same_folds` is a sanity check). **Failed there**, a finding: {glue:text}`failed_largest`.
+#   {glue:text}`largest_passed` (`noise_weight_moved`: with noise columns appended, the AGOP moves the weight of $M$
+#   onto the real columns; `noise_edge_growth`: the noise grows RFM's edge over the Laplace machine it starts from).
+#   **Failed there**, a finding: {glue:text}`largest_failed`.
 # * **Not reproduced: the headline.** "Best average accuracy, rank, P90/P95 and PMA" fails on the offline tables.
 #   In this run RFM minus the best baseline is {glue:text}`rfm_minus_best` and RFM minus its own iteration 0 is
 #   {glue:text}`rfm_minus_laplace`, with mean-rank place {glue:text}`rank_place` of {glue:text}`n_methods`; at full

@@ -118,6 +118,51 @@ def glue_full_run(chapter: str, values: Mapping[str, Callable[[dict], str]] | No
     return full
 
 
+def glue_largest_run(full: dict | None, checks, *, label: str = "the full profile") -> dict:
+    """Glue what passed and what failed at the largest scale that ran, for a chapter's "What we reproduced".
+
+    The largest run is the committed full profile when there is one, else this run. Only claims count (sanity
+    checks and records do not); a claim that this run also checks is judged with this run's rule (a calibration
+    may have moved it since the full run), any other with the verdict stored in the record.
+
+    Glues ``largest_scale`` (which run, with device and commit), ``largest_passed`` (the passing claims, or
+    "none") and ``largest_failed`` (each failing claim with its value and rule, or "none").
+
+    Parameters
+    ----------
+    full : dict or None
+        The committed full-profile record (:func:`glue_full_run`'s or :func:`load_results`'s return value).
+    checks : Checks
+        This run's checks.
+    label : str, default="the full profile"
+        How the text names the full profile's run (e.g. with its optimiser).
+
+    Returns
+    -------
+    dict
+        ``scale`` (str), ``passed`` (list of names) and ``failed`` (dict of name to (value, rule)).
+    """
+    if full:
+        claims = {n: c for n, c in full.get("checks", {}).items() if c.get("kind") == "claim"}
+        scale = f"{label}, {full.get('device', '?')}, commit {full.get('commit', '?')}"
+    else:
+        claims = {n: c.as_dict() for n, c in checks.checks.items() if c.kind == "claim"}
+        scale = "this run; no full run is committed"
+    passed, failed = [], {}
+    for name, c in claims.items():
+        mine = checks.checks.get(name)
+        ok = mine.passes(c.get("value")) if mine is not None else bool(c.get("passed"))
+        if ok:
+            passed.append(name)
+        else:
+            failed[name] = (c.get("value"), mine.rule if mine is not None else c.get("rule"))
+    glue("largest_scale", scale)
+    glue("largest_passed", ", ".join(f"`{n}`" for n in passed) or "none")
+    glue("largest_failed", "; ".join(f"`{n}` = {_number(v, '{:.3g}')} (rule {r})" for n, (v, r) in failed.items())
+         or "none")
+    return dict(scale=scale, passed=passed, failed=failed)
+
+
 def _number(value, fmt: str = "{:.4g}") -> str:
     """A number for the text; a missing value (NaN in the run) reads "n/a"."""
     return "n/a" if value is None else fmt.format(value)

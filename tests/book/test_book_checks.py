@@ -273,3 +273,23 @@ def test_a_calibration_made_at_other_settings_than_the_defaults_is_stale(results
     checks = Checks("demo", P_reader)
     checks.claim("gain", 0.6, at_least=0.2)
     checks.finish()  # a reader's own settings are compared with the calibration, not held to it
+
+
+def test_glue_largest_run_judges_the_full_run_with_this_runs_rules(results):
+    from rfm.book import glue_largest_run
+
+    checks = Checks("demo", P)
+    checks.claim("gain", 0.5, at_least=0.1)  # this run's rule (moved since the full run, which used 0.3)
+    checks.claim("other", 0.5, at_least=0.1)
+    checks.sanity("identity", 1e-9, at_most=1e-6)
+    full = {"device": "cpu", "commit": "abc", "checks": {
+        "gain": {"kind": "claim", "value": 0.2, "rule": ">= 0.3", "passed": False},
+        "other": {"kind": "claim", "value": 0.05, "rule": ">= 0.1", "passed": False},
+        "old": {"kind": "claim", "value": 1.0, "rule": ">= 2", "passed": False},  # not checked in this run
+        "identity": {"kind": "sanity", "value": 1.0, "rule": "<= 1e-06", "passed": False}}}
+    out = glue_largest_run(full, checks, label="the full profile (GD)")
+    assert out["passed"] == ["gain"]  # 0.2 passes this run's rule 0.1
+    assert out["failed"] == {"other": (0.05, ">= 0.1"), "old": (1.0, ">= 2")}  # sanity checks do not count
+    assert out["scale"] == "the full profile (GD), cpu, commit abc"
+    mine = glue_largest_run(None, checks)  # no full run: this run is the largest
+    assert mine["passed"] == ["gain", "other"] and mine["failed"] == {} and "no full run" in mine["scale"]
