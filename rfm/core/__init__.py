@@ -4,6 +4,7 @@
 * :mod:`~rfm.core.kernels`        -- Laplace, Gaussian and polynomial kernels on transformed points; the kernel matrix
 * :mod:`~rfm.core.ntk`            -- the closed-form NTK of a deep fully connected ReLU network (a fixed baseline
   kernel)
+* :mod:`~rfm.core.cntk`           -- the closed-form NTK of a convolutional ReLU network (CNTK; a fixed baseline kernel)
 * :mod:`~rfm.core.machine`        -- :class:`~rfm.core.machine.KernelMachine`: predictions, input gradients and the
   closed-form AGOP
 * :mod:`~rfm.core.fact`           -- the kernel FACT (Features at Convergence Theorem) and the FACT-RFM updates
