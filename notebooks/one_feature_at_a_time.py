@@ -235,7 +235,20 @@ print(f"AGF: {len(agf_jumps)} jumps in the run ({time.perf_counter() - t0:.0f} s
       f"measured {on_s}, AGF {on_agf}, 1/magnitude {[None if v is None else int(v) for v in on_naive]}")
 print(f"curve error |log L|: AGF {err_agf:.3f}, all at once {err_once:.3f}; onset error (frequencies 2+ learned "
       f"in both): AGF {on_err_agf:.3f}, 1/magnitude {on_err_naive:.3f}")
+# loss with frequencies 1..k fitted exactly: the template's power not yet learned (the levels of the AGF authors'
+# group's code, group-agf src/power.py), against the measured and AGF's median loss between onsets k and k+1
+share = 2 * T["magnitudes"].numpy()[:n_freq] ** 2 / P.p
+power_levels = 1.0 - np.cumsum(share)
+ks = [k for k in range(n_freq - 1) if None not in on_s[k:k + 2] and on_s[k + 1] > on_s[k]]
+win = [(agf_steps_s >= on_s[k]) & (agf_steps_s < on_s[k + 1]) for k in ks]
+lvl_meas = [float(np.median(agf_loss_s[w])) for w in win]
+lvl_agf = [float(np.median(pred_curve[w])) for w in win]
+lvl_power = power_levels[ks].tolist()
+print(f"loss between onsets k and k+1 (k = {[k + 1 for k in ks]}): measured {np.round(lvl_meas, 3)}, AGF "
+      f"{np.round(lvl_agf, 3)}, power not yet learned {np.round(lvl_power, 3)} (shares sum {share.sum():.4f})")
 fmt_on = lambda ons: ", ".join("-" if v is None else str(int(round(v))) for v in ons[:3])
+fmt_l = lambda v: ", ".join(f"{x:.3f}" for x in v)
+rfm.book.glue_many(agf_lvl_meas=fmt_l(lvl_meas), agf_lvl_agf=fmt_l(lvl_agf), agf_lvl_power=fmt_l(lvl_power))
 rfm.book.glue_many(agf_pred_onsets=fmt_on(on_agf), agf_naive_onsets=fmt_on(on_naive), agf_n_jumps=len(agf_jumps),
                    agf_n_both=len(both))
 rfm.book.glue_many(agf_curve_err=err_agf, agf_once_err=err_once, agf_on_err=on_err_agf,
@@ -243,11 +256,13 @@ rfm.book.glue_many(agf_curve_err=err_agf, agf_once_err=err_once, agf_on_err=on_e
 rfm.book.glue_many(agf_last_level=float(agf["losses"][-1]) if len(agf_jumps) else float("nan"),
                    agf_meas_last=float(agf_loss_s[-1]), fmt="{:.3g}")
 
-# %% mystnb={"figure": {"caption": "AGF against gradient descent, from the same initial weights. Left: the measured training loss of the small-initialisation run, AGF's predicted staircase (one step per activated neuron) and the all-at-once control (one drop at AGF's first jump, to its last level). Right: the residual fraction of each output frequency, measured (solid) and after each of AGF's jumps (dashed).", "name": "fig-one-feature-at-a-time-agf-staircase"}}
+# %% mystnb={"figure": {"caption": "AGF against gradient descent, from the same initial weights. Left: the measured training loss of the small-initialisation run, AGF's predicted staircase (one step per activated neuron) and the all-at-once control (one drop at AGF's first jump, to its last level); thin lines: the loss with the first one, two, three frequencies fitted exactly. Right: the residual fraction of each output frequency, measured (solid) and after each of AGF's jumps (dashed).", "name": "fig-one-feature-at-a-time-agf-staircase"}}
 fig, axes = plt.subplots(1, 2, figsize=(10, 3.4))
 axes[0].plot(agf_steps_s, agf_loss_s, label="gradient descent")
 axes[0].plot(agf_steps_s, pred_curve, "--", label="AGF (predicted)")
 axes[0].plot(agf_steps_s, once_curve, ":", color="grey", label="all at once (control)")
+for v in power_levels[:3]:
+    axes[0].axhline(v, color="k", lw=0.4)
 axes[0].set(xlabel="step", ylabel="training MSE", yscale="log")
 axes[0].legend(fontsize=8)
 jx = np.concatenate([[0.0], agf_jumps, [agf_steps_s[-1]]])
@@ -273,7 +288,13 @@ plt.show()
 # grows as the cube of the magnitude, in our derivation) and by the residual left by the earlier ones, which is
 # what AGF's two steps compute. The predicted staircase follows the measured loss curve with a mean $|\log|$ error of
 # {glue:text}`agf_curve_err`, against {glue:text}`agf_once_err` for the all-at-once curve; the last predicted level
-# is {glue:text}`agf_last_level` (measured at the end of the run: {glue:text}`agf_meas_last`). The levels come from
+# is {glue:text}`agf_last_level` (measured at the end of the run: {glue:text}`agf_meas_last`). Between the onsets of
+# consecutive frequencies the measured loss rests (median) at {glue:text}`agf_lvl_meas`, AGF's staircase at
+# {glue:text}`agf_lvl_agf`, and the loss with the learned frequencies fitted exactly (the template's power not yet
+# learned, the plateau levels in the code of the AGF authors' group, `geometric-intelligence/group-agf`,
+# `src/power.py`) is {glue:text}`agf_lvl_power`. Where gradient descent rests with a frequency only partly fitted
+# (the third frequency's residual plateau in the right panel), AGF's cost step, which fits whatever the active
+# neurons can, follows it and the exact-fit levels do not. The levels come from
 # the cost step, a local minimisation (L-BFGS) from the current weights: the drop sizes are AGF's, the exact minima
 # are not guaranteed.
 
@@ -598,7 +619,8 @@ checks.sanity("bt_overlap_gain", ov_bt - ov_pca, at_least=0.1,
               what="overlap with Gamma's top eigenvectors minus with the views' principal components (by design: "
                    "the unshared nuisance direction is planted larger than the signal)")
 checks.record(agf_pred_jumps=agf_jumps.tolist(), agf_pred_levels=agf["losses"].tolist(), agf_pred_onsets=on_agf,
-              agf_curve_err=err_agf, agf_once_err=err_once, agf_onset_err=on_err_agf, agf_naive_err=on_err_naive)
+              agf_curve_err=err_agf, agf_once_err=err_once, agf_onset_err=on_err_agf, agf_naive_err=on_err_naive,
+              agf_levels_measured=lvl_meas, agf_levels_agf=lvl_agf, agf_levels_power=lvl_power)
 checks.record(agf_onsets=first3, agf_onsets_large=on_l[:3], qwem_measured=meas_q, qwem_predicted=pred_q,
               qwem_acc_before=acc_before, qwem_acc_after=acc_after, qwem_t90_ratio=t90_ratio, bt_measured=meas_b, bt_predicted=pred_b,
               bt_cv=bt_cv, bt_overlap=ov_bt, bt_overlap_pca=ov_pca, esc_ratio=ratio_esc.tolist(),
