@@ -45,7 +45,9 @@
 # caption of Figure 1 of {cite:t}`simon2023stepwise` (a linear Barlow Twins on 500 CIFAR-10 pairs, plotted against
 # the effective time lr × step); and the QWEM authors' training code (`dkarkada/qwem`, `qwem.py`), from which we took
 # the target $M^* = 2(P_{ij} - P_iP_j)/(P_{ij} + P_iP_j)$, the per-pair loss and the initialisation
-# $\mathcal N(0, \text{init}^2/d)$. We could **not** read the bodies of the AGF and saddle-escape papers: their
+# $\mathcal N(0, \text{init}^2/d)$; and `src/power.py` of the repository `geometric-intelligence/group-agf`, whose
+# loss-plateau levels for a cyclic template ("as predicted by AGF", its docstring) we compare with below. We could
+# **not** read the bodies of the AGF and saddle-escape papers: their
 # encoding of modular addition, their hyperparameters and their layer indexing are not used here, and the AGF
 # algorithm we run (`rfm.theory.agf`) is **our derivation** from the abstract's description (utility maximisation
 # over dormant neurons, cost minimisation over active ones, one activation per round), not the paper's equations.
@@ -235,8 +237,9 @@ print(f"AGF: {len(agf_jumps)} jumps in the run ({time.perf_counter() - t0:.0f} s
       f"measured {on_s}, AGF {on_agf}, 1/magnitude {[None if v is None else int(v) for v in on_naive]}")
 print(f"curve error |log L|: AGF {err_agf:.3f}, all at once {err_once:.3f}; onset error (frequencies 2+ learned "
       f"in both): AGF {on_err_agf:.3f}, 1/magnitude {on_err_naive:.3f}")
-# loss with frequencies 1..k fitted exactly: the template's power not yet learned (the levels of the AGF authors'
-# group's code, group-agf src/power.py), against the measured and AGF's median loss between onsets k and k+1
+# loss with frequencies 1..k fitted exactly: the template's power not yet learned (the plateau levels of the
+# repository geometric-intelligence/group-agf, src/power.py), against the measured and AGF's median loss between
+# onsets k and k+1
 share = 2 * T["magnitudes"].numpy()[:n_freq] ** 2 / P.p
 power_levels = 1.0 - np.cumsum(share)
 ks = [k for k in range(n_freq - 1) if None not in on_s[k:k + 2] and on_s[k + 1] > on_s[k]]
@@ -291,8 +294,8 @@ plt.show()
 # is {glue:text}`agf_last_level` (measured at the end of the run: {glue:text}`agf_meas_last`). Between the onsets of
 # consecutive frequencies the measured loss rests (median) at {glue:text}`agf_lvl_meas`, AGF's staircase at
 # {glue:text}`agf_lvl_agf`, and the loss with the learned frequencies fitted exactly (the template's power not yet
-# learned, the plateau levels in the code of the AGF authors' group, `geometric-intelligence/group-agf`,
-# `src/power.py`) is {glue:text}`agf_lvl_power`. Where gradient descent rests with a frequency only partly fitted
+# learned: the plateau levels of `CyclicPower.loss_plateau_predictions` in the repository
+# `geometric-intelligence/group-agf`, `src/power.py`, whose docstring calls them "as predicted by AGF") is {glue:text}`agf_lvl_power`. Where gradient descent rests with a frequency only partly fitted
 # (the third frequency's residual plateau in the right panel), AGF's cost step, which fits whatever the active
 # neurons can, follows it and the exact-fit levels do not. The levels come from
 # the cost step, a local minimisation (L-BFGS) from the current weights: the drop sizes are AGF's, the exact minima

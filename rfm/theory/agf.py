@@ -26,11 +26,11 @@ could not be read; the steps below are **our derivation** from that description:
   instantaneously on the time scale of the plateaus (L-BFGS from their current values). The minimum is the
   predicted **loss after the jump**; the new residual feeds the next utility maximisation.
 
-The group of the authors' lab publishes code (``geometric-intelligence/group-agf``, ``src/power.py``,
-``CyclicPower.loss_plateau_predictions``, described there as "as predicted by AGF") whose loss levels for a cyclic
-template are the template's power not yet learned, frequencies in decreasing order of power: the cost step here
-reproduces those levels on our modular-addition task only if each frequency is fitted completely, which the
-chapter measures rather than assumes.
+The repository ``geometric-intelligence/group-agf`` (``src/power.py``, ``CyclicPower.loss_plateau_predictions``,
+whose docstring says "as predicted by AGF") gives loss levels for a cyclic template: the template's power not yet
+learned, frequencies in decreasing order of power. The cost step here reaches those levels on the chapter's
+modular-addition task only where each frequency is fitted completely, which the chapter measures rather than
+assumes.
 """
 from __future__ import annotations
 
