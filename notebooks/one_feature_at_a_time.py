@@ -538,7 +538,12 @@ plt.show()
 #   $(t_3 - t_1)$ / steps, from the small initialisation minus the same from the large one (the control, which
 #   learns them together). In the calibration of this version the order held at {glue:text}`cal_agf_order_held`
 #   seeds and the spread gain ranged over {glue:text}`cal_agf_spread_range`: at one seed the order broke and the
-#   spread vanished, so neither is a claim this run supports at every seed.
+#   spread vanished, so neither is a claim this run supports at every seed. At that seed (6) the onsets of the
+#   second and third frequencies nearly tie, and floating-point round-off decides which comes first: the same code
+#   kept the order in an earlier calibration made on another CPU, and on this CPU it keeps it again with torch's
+#   non-vectorised kernels (`ATEN_CPU_CAPABILITY=default`), which change only the order of the roundings. The
+#   order at such a seed is a property of the machine as much as of the seed; calibration files now record the
+#   CPU and its instruction set (`build`).
 # * `agf_plateau_gain`: the fraction of the run before the loss leaves its initial value by 1 %, small minus large
 #   initialisation: {glue:text}`cal_agf_plateau_gain`.
 # * `agf_curve_ratio`: AGF's predicted staircase against the measured loss curve (mean $|\log|$ error over the
