@@ -199,7 +199,7 @@ def cpu_build() -> dict:
     Returns
     -------
     dict
-        ``cpu`` (the model name from ``/proc/cpuinfo`` where it exists, else :func:`platform.processor`),
+        ``cpu`` (the model name from ``/proc/cpuinfo`` where it exists, else ``platform.processor()``),
         ``capability`` (``torch.backends.cpu.get_cpu_capability()``, e.g. ``"AVX2"``), ``torch`` and ``numpy``
         (versions).
     """
