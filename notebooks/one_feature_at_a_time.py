@@ -43,7 +43,10 @@
 #
 # **What we read.** The four abstracts (arXiv 2506.06489, 2505.21722, 2502.09863; ICML 2023 for 2303.15438); the
 # caption of Figure 1 of {cite:t}`simon2023stepwise` (a linear Barlow Twins on 500 CIFAR-10 pairs, plotted against
-# the effective time lr × step); and the QWEM authors' training code (`dkarkada/qwem`, `qwem.py`), from which we took
+# the effective time lr × step); the caption of Figure 1 of {cite:t}`bantzis2025saddle` as reproduced on
+# chatpaper.com ("Deeper layers show a stronger bias toward low-rank structure than earlier layers on MNIST",
+# singular values of each layer of layers 1–6, input and output included, at chosen iterations of training); the QWEM
+# authors' training code (`dkarkada/qwem`, `qwem.py`), from which we took
 # the target $M^* = 2(P_{ij} - P_iP_j)/(P_{ij} + P_iP_j)$, the per-pair loss and the initialisation
 # $\mathcal N(0, \text{init}^2/d)$; and `src/power.py` of the repository `geometric-intelligence/group-agf`, whose
 # loss-plateau levels for a cyclic template ("as predicted by AGF", its docstring) we compare with below. We could
@@ -310,7 +313,19 @@ plt.show()
 # layer's sphere (`rfm.nets.stepwise.escape_direction`: at a maximiser the gradient of a layer is parallel to the
 # layer, so the step is a fixed point), from several random starts. The data are the handwritten digits with
 # centred one-hot labels. The control is a uniformly random point of the same spheres. We count layers from the
-# input, $\ell = 1, \dots, L$ (the paper's indexing could not be read).
+# input, $\ell = 1, \dots, L$ (the paper's indexing could not be read; its Figure 1 caption calls the layers away from
+# the input "deeper").
+#
+# **What the law says, and what we can test.** The abstract states a *lower bound* for the *optimal* escape
+# direction, $\sigma_1 \ge \ell^{1/4}\sigma_k$ for every $k \ge 2$ in layer $\ell$; it does not predict that the ratio
+# grows like $\ell^{1/4}$. At the optimum our ascent finds the layers after the first exactly rank one, where the
+# bound holds with a margin of about $10^{15}$ and tests nothing graded (a sanity check below). We therefore also
+# look **along the ascent**, from its random starting point: at the first step where the objective reaches half of
+# its final value the layers are low rank but not yet rank one. There we test the bound layer by layer (it must hold
+# with a finite margin, while a random point of the same spheres fails it), and we measure the depth profile: the slope of
+# $\log(\sigma_1/\sigma_2)$ against $\log \ell$ over layers 2 to $L$, which an $\ell^{1/4}$ profile would put at 1/4.
+# The theorem is about the optimum, not about this halfway point: the bound's holding there is our test of the
+# low-rank bias along the escape (the setting of the Figure 1 caption), not of the theorem.
 
 # %%
 t0 = time.perf_counter()
@@ -321,7 +336,8 @@ Ye = torch.nn.functional.one_hot(ye.long(), 10).double()
 Ye = Ye - Ye.mean(0)
 net0 = MLP(Xe.shape[1], [P.esc_width] * (P.esc_depth - 1), 10, activation="relu", bias=False, dtype="float64",
            generator=seed)
-esc = sw.escape_direction(net0, Xe, Ye, steps=P.esc_steps, lr=1.0, restarts=P.esc_restarts, generator=seed)
+esc = sw.escape_direction(net0, Xe, Ye, steps=P.esc_steps, lr=1.0, restarts=P.esc_restarts, generator=seed,
+                          record_ratios=True)
 rnd = sw.random_sphere_direction(net0, generator=seed + 1000)
 ratio_esc = np.array([float(s[0] / s[1]) for s in sw.layer_singular_values(esc["model"])])
 ratio_rnd = np.array([float(s[0] / s[1]) for s in sw.layer_singular_values(rnd)])
@@ -329,21 +345,38 @@ ells = np.arange(1, P.esc_depth + 1)
 bound = ells ** 0.25
 esc_margin = float(np.min(ratio_esc[1:] / bound[1:]))
 rnd_margin = float(np.max(ratio_rnd[1:] / bound[1:]))
+t_half = sw.first_reaching(esc["objective"], 0.5)           # the escape half done: low rank, not yet rank one
+ratio_half = esc["ratios"][t_half].numpy()
+half_margin = float(np.min(ratio_half[1:] / bound[1:]))
+
+
+def depth_slope(r):   # slope of log(sigma1/sigma2) on log(l), layers 2..L (an l^(1/4) profile: 1/4)
+    ok = P.esc_depth >= 3 and np.all(np.isfinite(r[1:]))
+    return float(np.polyfit(np.log(ells[1:]), np.log(r[1:]), 1)[0]) if ok else float("nan")
+
+
+half_slope, rnd_slope = depth_slope(ratio_half), depth_slope(ratio_rnd)
 with torch.no_grad():
     g_rnd = float(sw.escape_objective(rnd, Xe, Ye))
 print(f"escape objective {esc['best']:.4f} (restarts: {np.round(esc['all_best'], 4).tolist()}), random point "
       f"{g_rnd:.2e}; {time.perf_counter() - t0:.0f} s")
 print("sigma1/sigma2 per layer, escape:", np.array2string(ratio_esc, precision=3))
 print("sigma1/sigma2 per layer, random:", np.array2string(ratio_rnd, precision=3))
+print(f"halfway (step {t_half}):", np.array2string(ratio_half, precision=3), f"margin {half_margin:.2f}, depth slope "
+      f"{half_slope:.3f} (random point {rnd_slope:.3f})")
 rfm.book.glue_many(esc_min_deep=float(ratio_esc[1:].min()),
                    esc_restart_spread=float(np.max(esc["all_best"]) - np.min(esc["all_best"])), fmt="{:.2g}")
 rfm.book.glue("esc_first_ratio", float(ratio_esc[0]), "{:.3g}")
 rfm.book.glue("rnd_max_ratio", float(ratio_rnd.max()), "{:.2f}")
 rfm.book.glue("esc_depth", P.esc_depth)
+rfm.book.glue_many(esc_half_margin=half_margin, esc_rnd_margin=rnd_margin, esc_half_slope=half_slope,
+                   esc_rnd_slope=rnd_slope, fmt="{:.2f}")
+rfm.book.glue_many(esc_half_step=t_half, esc_half_ratios=", ".join(f"{v:.3g}" for v in ratio_half))
 
-# %% mystnb={"figure": {"caption": "Ratio of the first to the second singular value of each layer (layer 1 is the input layer), for the escape direction found by normalised ascent on the digits and for a random point of the same spheres (the control), against the paper's bound \u2113^{1/4}.", "name": "fig-one-feature-at-a-time-escape"}}
+# %% mystnb={"figure": {"caption": "Ratio of the first to the second singular value of each layer (layer 1 is the input layer), for the escape direction found by normalised ascent on the digits, for the same ascent at the first step where its objective reaches half its final value, and for a random point of the same spheres (the control), against the paper's bound \u2113^{1/4}.", "name": "fig-one-feature-at-a-time-escape"}}
 fig, ax = plt.subplots(figsize=(5.5, 3.4))
 ax.semilogy(ells, ratio_esc, "o-", label="escape direction")
+ax.semilogy(ells, ratio_half, "^-", label=f"halfway along the ascent (step {t_half})")
 ax.semilogy(ells, ratio_rnd, "s-", label="random point of the spheres")
 ax.semilogy(ells, bound, "k--", label="ℓ^{1/4}")
 ax.set(xlabel="layer ℓ", ylabel="σ₁ / σ₂")
@@ -365,6 +398,16 @@ plt.show()
 # forced: $g$ is then at most the best single neuron's value, so a rank-one first layer is optimal. Whether the
 # global optimum of a deeper ReLU network on these data has a higher-rank first layer that our ascent misses, we
 # cannot tell.
+#
+# Halfway along the ascent (step {glue:text}`esc_half_step`, the first at which the objective reaches half its
+# final value) the ratios are finite: {glue:text}`esc_half_ratios` for layers 1 to {glue:text}`esc_depth`. The
+# bound holds there layer by layer with a smallest margin $\min_{\ell \ge 2} (\sigma_1/\sigma_2)/\ell^{1/4}$ of
+# {glue:text}`esc_half_margin`, against {glue:text}`esc_rnd_margin` (the largest) at the random point. The depth
+# profile is another matter: the slope of $\log(\sigma_1/\sigma_2)$ on $\log \ell$ over layers 2 to
+# {glue:text}`esc_depth` is {glue:text}`esc_half_slope` (random point: {glue:text}`esc_rnd_slope`; an $\ell^{1/4}$
+# profile: 0.25). The normalised ascent multiplies every deep layer's ratio by about the same factor per step, so
+# the halfway profile is set by the first steps and is no graded law we could check; we record the slope and do not
+# claim it. The bound, being a lower bound on the optimum, does not predict it either.
 #
 # ## Quadratic word embeddings on a corpus with planted analogies
 #
@@ -522,6 +565,38 @@ plt.show()
 # variation of $\gamma_j t_j$ is {glue:text}`bt_cv`). What is learned is the top eigenspace of the contrastive
 # matrix $\Gamma$ (overlap {glue:text}`bt_ov`), not the top principal components of the views (overlap
 # {glue:text}`bt_ov_pca`, the nuisance direction takes one of the {glue:text}`bt_k` slots).
+#
+# **A control that can win.** PCA loses above only because we planted the nuisance direction larger than the
+# signal. So we measure what each method recovers of the planted shared subspace (the top {glue:text}`bt_k`
+# latent directions; overlap 1 when found), with the nuisance as above and with **no** nuisance, where the views'
+# principal components are the shared directions and PCA of one view (no training, no second view) should find
+# them as well as Barlow Twins. The claim of {cite:t}`simon2023stepwise` that we test is *what* is learned (the
+# top eigenmodes of $\Gamma$) and *how* (stepwise); it is not that Barlow Twins beats PCA, and against PCA where PCA
+# can win we expect a tie.
+
+# %%
+Qk = views["Q"][:, :P.bt_k]   # the planted shared directions, largest latent spectrum first
+pl_bt, pl_pca = (subspace_overlap(Qk, B) for B in (bt["W"].T, top_eigenvectors(
+    sw.cross_view_matrix(views["X1"], views["X1"]), P.bt_k)))
+clean = sw.two_view_data(P.bt_n, P.bt_spectrum, P.bt_d, noise=P.bt_noise, nuisance=0.0, generator=seed)
+bt0 = sw.linear_barlow_twins(clean["X1"], clean["X2"], P.bt_k, init_scale=1e-4, lr=P.bt_lr, steps=P.bt_steps,
+                             record_every=P.bt_steps, generator=seed)
+pl_bt0, pl_pca0 = (subspace_overlap(clean["Q"][:, :P.bt_k], B) for B in (bt0["W"].T, top_eigenvectors(
+    sw.cross_view_matrix(clean["X1"], clean["X1"]), P.bt_k)))
+print(f"overlap with the planted shared subspace: nuisance {P.bt_nuisance}: Barlow Twins {pl_bt:.4f}, PCA "
+      f"{pl_pca:.4f}; no nuisance: Barlow Twins {pl_bt0:.4f}, PCA {pl_pca0:.4f}")
+rfm.book.glue_many(bt_pl=pl_bt, bt_pl_pca=pl_pca, bt_pl0=pl_bt0, bt_pl_pca0=pl_pca0, fmt="{:.4f}")
+rfm.book.glue_many(bt_clean_gain=pl_bt0 - pl_pca0, fmt="{:+.4f}")
+rfm.book.glue("bt_nuisance", P.bt_nuisance)
+
+# %% [markdown]
+# With the nuisance (std {glue:text}`bt_nuisance`), Barlow Twins recovers {glue:text}`bt_pl` of the planted
+# subspace and PCA {glue:text}`bt_pl_pca`. Without it, Barlow Twins recovers {glue:text}`bt_pl0` and PCA
+# {glue:text}`bt_pl_pca0`: Barlow Twins minus PCA is {glue:text}`bt_clean_gain`. **Barlow Twins does not beat the
+# control that can win**: where the views' principal components are the shared directions, PCA of a single view
+# finds them as well (where PCA is ahead, the last, weakest mode of Barlow Twins is still converging at the end of
+# the run). Its advantage over PCA is confined to the problem we built for it, a
+# large unshared direction; we record the comparison without a nuisance and do not claim it.
 
 # %% [markdown]
 # ## Checks
@@ -568,22 +643,34 @@ plt.show()
 #   {glue:text}`cal_bt_onset_error3`.
 # * sanity `bt_overlap_gain`: overlap of the learned subspace with the top eigenvectors of Γ minus its overlap with the
 #   views' principal components (the control): {glue:text}`cal_bt_overlap_gain`.
-# * `esc_bound_margin` and `esc_random_control`: the escape direction's smallest $(\sigma_1/\sigma_2)/\ell^{1/4}$
-#   over layers 2..L, {glue:text}`cal_esc_bound_margin` (the deep layers are exactly rank one), and a random
-#   point's largest, against the paper's bound itself, which the control must fail: {glue:text}`cal_esc_random_control`
-#   (a random 32 × 32 layer has σ₁/σ₂ near 1.1, just under 2^{1/4} ≈ 1.19).
+# * Recorded, not checked: `bt_planted_gain` and `bt_clean_gain`, the overlap with the planted shared subspace of
+#   Barlow Twins minus that of PCA of one view, with the nuisance and without it (the control that can win; we
+#   expect a tie and do not claim one). Calibrated range of `bt_clean_gain`: {glue:text}`cal_bt_clean_gain_range`.
+# * `esc_half_margin` and `esc_random_control`: halfway along the ascent (first step with half the final
+#   objective), the smallest $(\sigma_1/\sigma_2)/\ell^{1/4}$ over layers 2..L, against the paper's bound itself
+#   (≥ 1; new in this version, not yet calibrated over ten seeds), and a random point's largest, which the control
+#   must fail: {glue:text}`cal_esc_random_control` (a random 32 × 32 layer has σ₁/σ₂ near 1.1, just under
+#   2^{1/4} ≈ 1.19).
+# * sanity `esc_bound_margin`: the same at the end of the ascent, {glue:text}`cal_esc_bound_margin`: the deep
+#   layers are exactly rank one there, so the bound holds trivially (about $10^{15}$).
+# * Recorded, not checked: `esc_half_slope` and `esc_random_slope`, the slope of $\log(\sigma_1/\sigma_2)$ on
+#   $\log\ell$ over layers 2..L halfway along the ascent and at the random point (the graded $\ell^{1/4}$
+#   profile would be 0.25; the paper's bound does not predict a slope). Calibrated range of `esc_half_slope`:
+#   {glue:text}`cal_esc_half_slope_range`.
 # * sanity `qwem_eckart_young`: the embeddings end at the rank-d positive part of $M^*$ (a theorem for this
 #   factorisation): {glue:text}`cal_qwem_eckart_young`.
 #
-# **Why five of these are sanity checks.** `qwem_onset_error`, `qwem_order` and `bt_onset_error3` compare gradient
+# **Why six of these are sanity checks.** `qwem_onset_error`, `qwem_order` and `bt_onset_error3` compare gradient
 # descent on a loss with the closed-form solution of the same loss's gradient flow: they check our numerics, and
 # would pass whatever the papers say about word2vec or Barlow Twins. QWEM's actual claim, that its quadratic loss
 # approximates word2vec's, is **not tested** here (no word2vec run on the same corpus). `qwem_analogy_gain` compares
 # with a random initialisation, whose analogy accuracy is near 0 by construction: it shows that training ran. In
 # `bt_overlap_gain` the principal components lose because we planted the unshared nuisance direction larger than
-# the signal: it shows the design works, not that PCA could not have won. `esc_bound_margin` remains a claim with a
-# control that fails the bound (`esc_random_control`), but since the deeper layers come out exactly rank one its
-# margin is about $10^{15}$: the *graded* $\ell^{1/4}$ law is not tested.
+# the signal: it shows the design works, not that PCA could not have won; without the nuisance, PCA ties with
+# Barlow Twins (`bt_clean_gain`, recorded). `esc_bound_margin` is sanity: at the
+# end of the ascent the deeper layers come out exactly rank one, so the bound holds by a margin of about $10^{15}$;
+# the bound is tested where it can fail, halfway along the ascent (`esc_half_margin`), and the *graded*
+# $\ell^{1/4}$ profile is measured, not claimed (`esc_half_slope`).
 #
 # The rules hold at the smoke profile's sizes; we did not explore other sizes.
 
@@ -595,6 +682,9 @@ checks.record(agf_onset_order=float(agf_order_ok), agf_spread_gain=sep_s - sep_l
 _order, _spread = (rfm.book.calibration_values("one_feature_at_a_time", k) for k in ("agf_onset_order",
                                                                                   "agf_spread_gain"))
 rfm.book.glue("cal_agf_order_held", f"{sum(v >= 1 for v in _order)} of {len(_order)}" if _order else "(not calibrated)")
+_ranges = {k: rfm.book.calibration_values("one_feature_at_a_time", k) for k in ("esc_half_slope", "bt_clean_gain")}
+for k, v in _ranges.items():
+    rfm.book.glue(f"cal_{k}_range", f"{min(v):+.3f} to {max(v):+.3f}" if v else "(not calibrated)")
 rfm.book.glue("cal_agf_spread_range", f"{min(_spread):+.3f} to {max(_spread):+.3f}" if _spread else "(not calibrated)")
 checks.claim("agf_plateau_gain", plat_s - plat_l, at_least=0.03,
              what="initial plateau (fraction of the run), small minus large initialisation")
@@ -604,8 +694,8 @@ checks.claim("agf_curve_ratio", err_agf / err_once if len(agf_jumps) else float(
 checks.record(agf_onset_ratio=on_err_agf / on_err_naive if both else float("inf"))
 checks.claim("bt_levels_gain", len(rest) - len(rest_large), at_least=2,
              what="integer levels where the Barlow Twins loss rests, small minus large initialisation")
-checks.claim("esc_bound_margin", esc_margin, at_least=1.0,
-             what="min over layers 2..L of (sigma1/sigma2) / l^(1/4), escape direction")
+checks.claim("esc_half_margin", half_margin, at_least=1.0,
+             what="min over layers 2..L of (sigma1/sigma2) / l^(1/4), first ascent step with half the final objective")
 checks.claim("esc_random_control", rnd_margin, at_most=1.0,
              what="max over layers 2..L of (sigma1/sigma2) / l^(1/4), random point of the same spheres")
 
@@ -613,6 +703,8 @@ checks.claim("esc_random_control", rnd_margin, at_most=1.0,
 # The sanity checks, and the record of the run:
 
 # %%
+checks.sanity("esc_bound_margin", esc_margin, at_least=1.0,
+              what="min over layers 2..L of (sigma1/sigma2) / l^(1/4) at the end of the ascent (rank one: trivial)")
 checks.sanity("qwem_eckart_young", ey_err, at_most=1e-2,
               what="||W W^T - [M*]_(d,+)||_F / ||[M*]_(d,+)||_F at the end (Eckart-Young)")
 checks.sanity("qwem_onset_error", max(qwem_err), at_most=0.3,
@@ -632,6 +724,9 @@ checks.record(agf_pred_jumps=agf_jumps.tolist(), agf_pred_levels=agf["losses"].t
 checks.record(agf_onsets=first3, agf_onsets_large=on_l[:3], qwem_measured=meas_q, qwem_predicted=pred_q,
               qwem_acc_before=acc_before, qwem_acc_after=acc_after, qwem_t90_ratio=t90_ratio, bt_measured=meas_b, bt_predicted=pred_b,
               bt_cv=bt_cv, bt_overlap=ov_bt, bt_overlap_pca=ov_pca, esc_ratio=ratio_esc.tolist(),
+              esc_half_ratio=ratio_half.tolist(), esc_half_step=t_half,
+              esc_half_slope=half_slope if np.isfinite(half_slope) else None,
+              esc_random_slope=rnd_slope if np.isfinite(rnd_slope) else None, bt_planted_gain=pl_bt - pl_pca, bt_clean_gain=pl_bt0 - pl_pca0,
               rnd_ratio=ratio_rnd.tolist(), esc_objective=esc["best"], seconds=time.perf_counter() - start)
 checks.report()
 checks.finish();
@@ -655,16 +750,26 @@ full = rfm.book.glue_full_run("one_feature_at_a_time")
 #   the third frequency before the second, AGF still predicted the magnitude order, and its onset error exceeded
 #   the 1/magnitude rule's; the onset comparison is recorded, not claimed. Linearised
 #   Barlow Twins rests at more integer loss levels from small than from large initialisation
-#   {cite:p}`simon2023stepwise`. The escape direction satisfies the bound $\sigma_1 \ge \ell^{1/4}\sigma_k$
-#   {cite:p}`bantzis2025saddle`, which a random point of the same spheres fails.
+#   {cite:p}`simon2023stepwise`. Halfway along the ascent to the escape direction, where the layers are low rank but
+#   not rank one, every layer after the first satisfies the bound $\sigma_1 \ge \ell^{1/4}\sigma_k$
+#   {cite:p}`bantzis2025saddle` (smallest margin {glue:text}`esc_half_margin` at this seed, not yet calibrated over
+#   ten seeds), which a random point of the same spheres fails.
 # * **Sanity, not reproduction.** QWEM's modes switch on in eigenvalue order at the times the single-mode closed
 #   form predicts and end at the Eckart–Young solution, and Barlow Twins' first onsets match its closed form:
 #   gradient descent agrees with its own gradient flow. The planted analogies are solved after training and not
 #   at a random initialisation. Barlow Twins learns the top eigenspace of the contrastive matrix rather than the
 #   principal components, in a problem where we planted the principal components elsewhere.
-# * **Qualified.** The escape direction satisfies the bound by a margin of about $10^{15}$: the ascent finds
-#   exactly rank-one layers everywhere except, on some seeds, the first, so the graded depth dependence
-#   $\ell^{1/4}$ is not tested. The modular-addition encoding is ours. The closed-form onsets treat modes as
+# * **Against a control that can win, a tie (a finding).** Without the nuisance direction, PCA of one view
+#   recovers the planted shared subspace as well as Barlow Twins does (Barlow Twins minus PCA
+#   {glue:text}`bt_clean_gain` at this seed; recorded, ten-seed range {glue:text}`cal_bt_clean_gain_range`). The
+#   claim of {cite:t}`simon2023stepwise` we test is what Barlow Twins learns and in what order, which the abstract
+#   states; an advantage over PCA is not claimed there, and we do not find one where PCA can win.
+# * **Qualified.** At the end of the ascent the escape direction satisfies the bound by a margin of about
+#   $10^{15}$ (exactly rank-one layers everywhere except, on some seeds, the first): sanity. The graded depth
+#   dependence $\ell^{1/4}$ is not a prediction of the bound, and we do not find it: halfway along the ascent the
+#   slope of $\log(\sigma_1/\sigma_2)$ on $\log\ell$ is {glue:text}`esc_half_slope` at this seed and ranges over
+#   {glue:text}`cal_esc_half_slope_range` in the calibration (recorded; 0.25 for an $\ell^{1/4}$ profile), and the
+#   halfway point is our choice, not the paper's. The modular-addition encoding is ours. The closed-form onsets treat modes as
 #   uncoupled; the last modes come later than predicted (the largest error is in the table). The planted analogies
 #   are mostly solved before the effective rank reaches the number of attributes (the last mode times the last of
 #   them in most seeds): with the cosine rule, direction can come before size. QWEM runs on the expected loss

@@ -19,7 +19,8 @@ from ..utils import check_generator
 from .mlp import MLP
 from .training import fit
 
-__all__ = ["SphereAscent", "escape_direction", "escape_objective", "layer_singular_values", "random_sphere_direction"]
+__all__ = ["SphereAscent", "escape_direction", "escape_objective", "first_reaching", "layer_singular_values",
+           "layer_top_ratios", "random_sphere_direction"]
 
 
 class SphereAscent(torch.optim.Optimizer):
@@ -129,12 +130,15 @@ def escape_objective(model: MLP, X, Y) -> torch.Tensor:
 
 
 def escape_direction(model: MLP, X, Y, *, steps: int = 2000, lr: float = 1.0, restarts: int = 1,
-                     generator=0) -> dict:
+                     generator=0, record_ratios: bool = False) -> dict:
     """The optimal escape direction from the origin saddle: the maximiser of g(theta) = <Y, f_theta(X)> / n over
     networks whose layers all have unit Frobenius norm, by normalised ascent on each layer's sphere,
     W_l <- (W_l + lr G_l / ||G_l||) / ||...|| with G_l = dg / dW_l (at a maximiser G_l is parallel to W_l, so
     it is a fixed point). ``restarts`` random starts (the first from ``model``'s own weights); the best is kept.
-    Returns {"model", "objective" (history of the best start), "best", "all_best"}.
+    Returns {"model", "objective" (history of the best start), "best", "all_best"}, and with ``record_ratios``
+    also "ratios": the best start's per-layer sigma_1 / sigma_2 (:func:`layer_top_ratios`) along the ascent,
+    shape (steps + 1, layers), row t after t steps, aligned with "objective" (entry t: the objective after t
+    steps).
 
     Parameters
     ----------
@@ -152,6 +156,8 @@ def escape_direction(model: MLP, X, Y, *, steps: int = 2000, lr: float = 1.0, re
         Starts.
     generator : int or torch.Generator, default 0
         Seeds the draws.
+    record_ratios : bool, default False
+        Record every layer's sigma_1 / sigma_2 after each step (one SVD per layer and step).
 
     Returns
     -------
@@ -176,16 +182,64 @@ def escape_direction(model: MLP, X, Y, *, steps: int = 2000, lr: float = 1.0, re
         if r > 0:
             net = random_sphere_direction(net, g)
         _normalise_layers(net)
-        hist = []
+        hist, ratios = [], [layer_top_ratios(net)] if record_ratios else None
+
+        def callback(t, obj, hist=hist, ratios=ratios, net=net):
+            hist.append(float(obj))     # the objective at which step t was taken: after t - 1 steps
+            if ratios is not None:
+                ratios.append(layer_top_ratios(net))
+
         ascent = SphereAscent([lin.weight for lin in net.layers], lr=lr)
-        fit(ascent, lambda t, net=net: escape_objective(net, X, Y), int(steps),
-            callback=lambda t, obj, hist=hist: hist.append(float(obj)), diverged=None)
+        fit(ascent, lambda t, net=net: escape_objective(net, X, Y), int(steps), callback=callback, diverged=None)
         with torch.no_grad():
             hist.append(float(escape_objective(net, X, Y)))
         results.append(hist[-1])
         if best is None or hist[-1] > best[1][-1]:
-            best = (net, hist)
-    return {"model": best[0], "objective": best[1], "best": best[1][-1], "all_best": results}
+            best = (net, hist, ratios)
+    out = {"model": best[0], "objective": best[1], "best": best[1][-1], "all_best": results}
+    if record_ratios:
+        out["ratios"] = torch.stack(best[2])
+    return out
+
+
+def layer_top_ratios(model: MLP) -> torch.Tensor:
+    """sigma_1 / sigma_2 of every layer's weight matrix, input layer first (inf for a layer of rank one at most).
+
+    Parameters
+    ----------
+    model : MLP
+        The network (every layer at least 2 x 2).
+
+    Returns
+    -------
+    torch.Tensor, float64, shape (layers,)
+    """
+    svs = layer_singular_values(model)
+    if any(s.numel() < 2 for s in svs):
+        raise ValueError("every layer needs at least two singular values")
+    return torch.stack([s[0] / s[1] for s in svs])
+
+
+def first_reaching(values, fraction: float) -> int:
+    """The first index t with values[t] >= fraction * values[-1] (values[-1] > 0): e.g. the step at which an
+    ascent first reaches half its final objective.
+
+    Parameters
+    ----------
+    values : array-like, 1-d
+        A history ending at a positive value.
+    fraction : float
+        In (0, 1].
+
+    Returns
+    -------
+    int
+    """
+    v = torch.as_tensor(values, dtype=torch.float64).reshape(-1)
+    check_number("fraction", fraction, low=0, low_inclusive=False, high=1)
+    if v.numel() == 0 or not float(v[-1]) > 0:
+        raise ValueError("values must end at a positive value")
+    return int(torch.nonzero(v >= fraction * v[-1])[0])
 
 
 def layer_singular_values(model: MLP) -> list[torch.Tensor]:

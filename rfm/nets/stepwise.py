@@ -38,10 +38,18 @@ from .qwem import (
                      positive_part,
                      qwem_target,
 )
-from .saddle import escape_direction, escape_objective, layer_singular_values, random_sphere_direction
+from .saddle import (
+                     escape_direction,
+                     escape_objective,
+                     first_reaching,
+                     layer_singular_values,
+                     layer_top_ratios,
+                     random_sphere_direction,
+)
 
 __all__ = ["analogy_accuracy", "barlow_twins_onsets", "count_drops", "cross_view_matrix", "escape_direction",
-           "escape_objective", "factorization_gd", "factorization_onsets", "fourier_residuals",
-           "layer_singular_values", "linear_barlow_twins", "logistic_mode", "logistic_onset", "loss_drops",
-           "mode_onsets", "planted_analogies", "planted_cooccurrence", "plateau_fraction", "plateau_levels",
-           "positive_part", "qwem_target", "random_sphere_direction", "template_addition", "two_view_data"]
+           "escape_objective", "factorization_gd", "factorization_onsets", "first_reaching", "fourier_residuals",
+           "layer_singular_values", "layer_top_ratios", "linear_barlow_twins", "logistic_mode", "logistic_onset",
+           "loss_drops", "mode_onsets", "planted_analogies", "planted_cooccurrence", "plateau_fraction",
+           "plateau_levels", "positive_part", "qwem_target", "random_sphere_direction", "template_addition",
+           "two_view_data"]

@@ -1,6 +1,7 @@
 """Normalised ascent on a sphere (rfm.nets.saddle.SphereAscent), on known answers."""
 import math
 
+import pytest
 import torch
 
 from rfm.nets.saddle import SphereAscent
@@ -25,3 +26,41 @@ def test_one_sphere_ascent_step_by_hand():
     opt.step()
     expected = torch.tensor([0.7, 0.8], dtype=torch.float64)
     torch.testing.assert_close(w.detach(), expected / expected.norm(), rtol=0, atol=1e-15)
+
+
+def test_layer_top_ratios_of_known_matrices():
+    from rfm.nets import MLP
+    from rfm.nets.saddle import layer_top_ratios
+    net = MLP(3, [3], 2, activation="relu", bias=False, dtype="float64", generator=0)
+    with torch.no_grad():
+        net.layers[0].weight.copy_(torch.diag(torch.tensor([4.0, -2.0, 1.0], dtype=torch.float64)))
+        net.layers[1].weight.copy_(torch.tensor([[1.0, 0, 0], [0, 0, 0]], dtype=torch.float64))  # rank one
+    r = layer_top_ratios(net)
+    assert float(r[0]) == 2.0 and math.isinf(float(r[1]))
+
+
+def test_first_reaching():
+    from rfm.nets.saddle import first_reaching
+    assert first_reaching([0.0, 0.1, 0.6, 0.4, 1.0], 0.5) == 2
+    assert first_reaching([0.0, 0.1, 0.6, 0.4, 1.0], 1.0) == 4
+    with pytest.raises(ValueError):
+        first_reaching([0.0, -1.0], 0.5)
+
+
+def test_escape_direction_records_ratios_aligned_with_the_objective():
+    # a deep linear network: the recorded ratios start at the starting point's, end at the final model's, and
+    # the objective history has one entry per recorded row (row t and entry t: after t steps)
+    from rfm.nets import MLP
+    from rfm.nets.saddle import escape_direction, layer_top_ratios
+    g = torch.Generator().manual_seed(0)
+    X = torch.randn(100, 5, generator=g, dtype=torch.float64)
+    Y = X @ torch.randn(5, 3, generator=g, dtype=torch.float64)
+    net = MLP(5, [4, 4], 3, activation="linear", bias=False, dtype="float64", generator=1)
+    start = net.layers[0].weight.detach().clone()
+    r = escape_direction(net, X, Y, steps=40, lr=0.5, restarts=1, generator=2, record_ratios=True)
+    assert r["ratios"].shape == (41, 3) and len(r["objective"]) == 41
+    s0 = torch.linalg.svdvals(start)
+    torch.testing.assert_close(r["ratios"][0, 0], s0[0] / s0[1])
+    torch.testing.assert_close(r["ratios"][-1], layer_top_ratios(r["model"]))
+    # the escape of a linear network is rank one in every layer: the ratios grow without bound
+    assert bool((r["ratios"][-1] > 1e3).all()) and bool((r["ratios"][0] < 10).all())
