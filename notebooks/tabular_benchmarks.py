@@ -26,15 +26,22 @@
 #    (best ADTM, "average distance to the minimum").
 # 3. Trees stay slightly ahead on regression with categorical features.
 #
-# **The headline claim is not reproduced here.** On the KEEL versions of UCI sets that ship offline, RFM does not
-# have the best mean accuracy: in this run its mean accuracy is {glue:text}`acc_rfm` against {glue:text}`acc_best` for the best
-# baseline ({glue:text}`best_baseline`, a difference of {glue:text}`rfm_minus_best`) and {glue:text}`acc_laplace`
-# for its own iteration 0, the Laplace machine (a difference of {glue:text}`rfm_minus_laplace`); it ranks
-# {glue:text}`rank_place` of {glue:text}`n_methods` by mean rank. Over the ten calibration seeds, RFM minus the best
-# baseline ranged over {glue:text}`cal_rfm_minus_best_baseline_min` to {glue:text}`cal_rfm_minus_best_baseline_max`
-# and RFM minus the Laplace machine over {glue:text}`cal_rfm_minus_laplace_min` to
-# {glue:text}`cal_rfm_minus_laplace_max` (median {glue:text}`cal_rfm_minus_laplace_median`). The full profile (all
-# KEEL sets): {glue:text}`full_headline`.
+# **The headline claim is not reproduced when the test folds stay unseen; it is under the authors' protocol.** At
+# the largest run (the full profile on the {glue:text}`full_n_sets` KEEL sets of up to {glue:text}`full_max_rows`
+# rows), with hyper-parameters and $M$ chosen inside each training fold, RFM's mean accuracy is
+# {glue:text}`full_nested_verdict`: no lead. Under the authors' protocol, which chooses them once on a split that
+# overlaps the test folds, RFM's mean accuracy is {glue:text}`full_fixed_verdict`; about
+# {glue:text}`full_leak_share` of RFM's edge over its own iteration 0 there comes from that overlap (section "The
+# authors' protocol").
+#
+# The smoke profile (the small numeric sets) agrees with the nested verdict: in this run RFM's mean accuracy is
+# {glue:text}`acc_rfm` against {glue:text}`acc_best` for the best baseline ({glue:text}`best_baseline`, a difference
+# of {glue:text}`rfm_minus_best`) and {glue:text}`acc_laplace` for its own iteration 0, the Laplace machine (a
+# difference of {glue:text}`rfm_minus_laplace`); it ranks {glue:text}`rank_place` of {glue:text}`n_methods` by mean
+# rank. Over the ten calibration seeds, RFM minus the best baseline ranged over
+# {glue:text}`cal_rfm_minus_best_baseline_min` to {glue:text}`cal_rfm_minus_best_baseline_max` and RFM minus the
+# Laplace machine over {glue:text}`cal_rfm_minus_laplace_min` to {glue:text}`cal_rfm_minus_laplace_max` (median
+# {glue:text}`cal_rfm_minus_laplace_median`). The full profile's summary: {glue:text}`full_headline`.
 #
 # The authors' UCI script chooses the hyper-parameters *and the feature matrix M* once, on a fixed split that
 # overlaps the test folds, and reuses them in every fold. Run that way on the same sets, RFM's edge over the Laplace
@@ -487,6 +494,8 @@ rfm.book.glue("cal_rank_places", f"{min(places)} to {max(places)} of {len(METHOD
               "(no committed calibration)")
 gains = rfm.book.calibration_values("tabular_benchmarks", "noise_gain")
 rfm.book.glue("cal_noise_gain_range", rfm.book.span(gains, "{:.3f}") if gains else "(not calibrated)")
+leaks = rfm.book.calibration_values("tabular_benchmarks", "leak_edge")
+rfm.book.glue("cal_leak_range", rfm.book.span(leaks, "{:+.4f}") if leaks else "(not calibrated)")
 checks = rfm.book.Checks("tabular_benchmarks", P, seed=seed, device=dev, output_dir=output_dir)
 checks.claim("noise_edge_growth", noise_edge_growth, at_least=0.0,
              what=f"{P.n_noise} noise columns grow RFM's mean-accuracy edge over its iteration 0 (the Laplace "
@@ -542,12 +551,48 @@ def _largest_rfm(r):  # RFM's CPU seconds (nested protocol) on the largest set o
     return m["rfm_cpu_seconds"][name], name, m["rows"][name]
 
 
+def _versus(acc, summary, other):
+    """RFM's mean accuracy minus another method's over the sets, with the standard error of the per-set differences,
+    and whether RFM's lead (or loss) is more than two standard errors."""
+    diff = np.array(acc["RFM"]) - np.array(acc[other])
+    d, se = diff.mean(), diff.std(ddof=1) / np.sqrt(len(diff))
+    call = "a tie (within two standard errors)" if abs(d) < 2 * se else ("a lead" if d > 0 else "a loss")
+    return (f"{summary['RFM']['mean']:.4f} against {summary[other]['mean']:.4f} for {other} ({d:+.4f}, standard "
+            f"error over the sets {se:.4f}: {call})")
+
+
+def _rank_text(summary):
+    ranks = {k: v["rank"] for k, v in summary.items()}
+    first = min(ranks.values())
+    leaders = [k for k, v in ranks.items() if abs(v - first) < 1e-9]
+    return f"mean rank {ranks['RFM']:.2f} (best: {', '.join(leaders)} at {first:.2f})"
+
+
+def _nested_verdict(r):  # the nested protocol: RFM against the best baseline and against its own iteration 0
+    m = r["measured"]
+    return (f"{_versus(m['accuracy'], m['summary'], m['best_baseline'])}; against its own iteration 0, "
+            f"{_versus(m['accuracy'], m['summary'], 'Laplace')}; {_rank_text(m['summary'])}")
+
+
+def _fixed_verdict(r):  # the authors' protocol: RFM against the best other method under the same protocol
+    m = r["measured"]
+    best = max((k for k in m["fixed_summary"] if k != "RFM"), key=lambda k: m["fixed_summary"][k]["mean"])
+    return (f"{_versus(m['fixed_accuracy'], m['fixed_summary'], best)}; "
+            f"{_rank_text(m['fixed_summary'])}, P95 {m['fixed_summary']['RFM']['P95']:.0f} % against "
+            f"{m['fixed_summary'][best]['P95']:.0f} %, PMA {m['fixed_summary']['RFM']['PMA']:.1f} % against "
+            f"{m['fixed_summary'][best]['PMA']:.1f} %")
+
+
 full = rfm.book.glue_full_run("tabular_benchmarks", values={
     "full_headline": _headline,
+    "full_nested_verdict": _nested_verdict,
+    "full_fixed_verdict": _fixed_verdict,
     "full_max_rows": lambda r: f"{r['params']['max_rows']:,}",
     "full_n_sets": lambda r: f"{len(r['measured']['sets'])}",
     "full_rfm_cpu": lambda r: "{:.0f} CPU s on {} ({:,} rows)".format(*_largest_rfm(r)),
     "full_letter_hours": lambda r: f"{_largest_rfm(r)[0] * (BIGGEST.n / _largest_rfm(r)[2]) ** 3 / 3600:.0f}",
+    "full_leak_share": lambda r: (f"{r['measured']['leak_edge']:+.3f} of {r['measured']['edge_fixed']:+.3f}"
+                                  if r["measured"]["edge_fixed"] > 0 else "none (RFM has no edge there)"),
     "full_leak": lambda r: (f"RFM's edge over the Laplace machine {r['measured']['edge_nested']:+.3f} nested, "
                             f"{r['measured']['edge_fixed']:+.3f} under the authors' protocol (leak "
                             f"{r['measured']['leak_edge']:+.3f})")})
@@ -560,15 +605,22 @@ rfm.book.glue_largest_run(full, checks);
 #   {glue:text}`largest_passed` (`noise_weight_moved`: with noise columns appended, the AGOP moves the weight of $M$
 #   onto the real columns; `noise_edge_growth`: the noise grows RFM's edge over the Laplace machine it starts from).
 #   **Failed there**, a finding: {glue:text}`largest_failed`.
-# * **Not reproduced: the headline.** "Best average accuracy, rank, P90/P95 and PMA" fails on the offline tables.
-#   In this run RFM minus the best baseline is {glue:text}`rfm_minus_best` and RFM minus its own iteration 0 is
-#   {glue:text}`rfm_minus_laplace`, with mean-rank place {glue:text}`rank_place` of {glue:text}`n_methods`; at full
-#   scale: {glue:text}`full_headline`. The paper's tables are on the 121 UCI sets with Fernández-Delgado et al.'s
+# * **Not reproduced under the nested protocol: the headline.** "Best average accuracy, rank, P90/P95 and PMA"
+#   does not hold once the test folds stay unseen. At the largest run RFM's mean accuracy is
+#   {glue:text}`full_nested_verdict`. In this run RFM minus the best baseline is {glue:text}`rfm_minus_best` and RFM
+#   minus its own iteration 0 is {glue:text}`rfm_minus_laplace`, with mean-rank place {glue:text}`rank_place` of
+#   {glue:text}`n_methods`.
+# * **Reproduced under the authors' protocol, and mostly explained by it.** With the configuration and $M$ chosen
+#   once on a split that overlaps the test folds, RFM's mean accuracy at the largest run is
+#   {glue:text}`full_fixed_verdict`. The same protocol applied to the Laplace machine, which has no $M$ to carry
+#   over, shows how much of RFM's edge the overlap explains: {glue:text}`full_leak`. This is one seed of the full
+#   profile; over the ten seeds of the smoke calibration the leak ranged over {glue:text}`cal_leak_range`.
+# * **What this is and is not.** The paper's tables are on the 121 UCI sets with Fernández-Delgado et al.'s
 #   files and against 179 classifiers; neither is available offline, and the KEEL versions of the UCI sets differ
 #   in preprocessing, so this is a non-reproduction on substitute data, not a refutation of the paper's numbers.
 # * **A finding: the protocol.** The authors' script learns $M$ and the configuration on a split that overlaps the
 #   test folds. On the same sets, that protocol moves RFM's edge over the Laplace machine by {glue:text}`leak_edge`
-#   in this run (full profile: {glue:text}`full_leak`).
+#   in this run.
 # * **Recorded, not checked.** The third claim (trees ahead on regression with categorical columns), on seven
 #   tables at most.
 # * **Not run.** Grinsztajn et al.'s benchmark (online only, see its section) and the UCI-121 files.
