@@ -293,13 +293,10 @@ edge_nested = float(table["RFM"].mean() - table["Laplace"].mean())
 edge_fixed = float(fixed_table["RFM"].mean() - fixed_table["Laplace"].mean())
 leak_edge = edge_fixed - edge_nested
 learnt_M = float(np.mean([c["learnt_M"] for s in names for c in fixed[s]["RFM"].chosen]))
-rfm.book.glue("fixed_val_pct", f"{100 * P.fixed_val_fraction:.0f}")
-rfm.book.glue("edge_nested", f"{edge_nested:+.3f}")
-rfm.book.glue("edge_fixed", f"{edge_fixed:+.3f}")
-rfm.book.glue("leak_edge", f"{leak_edge:+.3f}")
-rfm.book.glue("leak_rfm", f"{compare.loc['RFM', 'fixed split − nested']:+.3f}")
-rfm.book.glue("leak_laplace", f"{compare.loc['Laplace', 'fixed split − nested']:+.3f}")
-rfm.book.glue("fixed_learnt_M", f"{100 * learnt_M:.0f}")
+rfm.book.glue_many(fmt="{:+.3f}", edge_nested=edge_nested, edge_fixed=edge_fixed, leak_edge=leak_edge,
+                   leak_rfm=compare.loc["RFM", "fixed split − nested"],
+                   leak_laplace=compare.loc["Laplace", "fixed split − nested"])
+rfm.book.glue_many(fmt="{:.0f}", fixed_val_pct=100 * P.fixed_val_fraction, fixed_learnt_M=100 * learnt_M)
 rfm.book.glue("fixed_wtl", "/".join(map(str, tb.win_tie_loss(fixed_table["RFM"], fixed_table["Laplace"], tol=0.005))))
 fixed_summary = pd.DataFrame(tb.summarize(F, FIXED_METHODS)).T
 display(compare.round(4))
