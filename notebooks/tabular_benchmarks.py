@@ -476,8 +476,9 @@ display(reg_summary.sort_values("rank").round(3))
 #   clean tables as the control: the noise must grow RFM's edge over the Laplace machine, which fails if the learnt
 #   $M$ does no better against noise than iteration 0 does. Its rule is the sign (> 0) the claim states.
 # * `noise_weight_moved`: the identity moves nothing (0 by construction) and an AGOP blind to the labels would move
-#   about as little; the rule 0.5 sits below the ten seeds' values ({glue:text}`cal_noise_weight_moved_min` to
-#   {glue:text}`cal_noise_weight_moved_max`).
+#   about as little. The rule, {glue:text}`cal_noise_weight_moved_rule`, is the ten seeds' mean − 4 sd rounded down
+#   (their values: {glue:text}`cal_noise_weight_moved_min` to {glue:text}`cal_noise_weight_moved_max`), and above
+#   one half: most of the weight that the identity puts on the noise moves to the real columns.
 #
 # "RFM ranks first" is not asserted: its mean-rank place ranged over {glue:text}`cal_rank_places` in the
 # calibration. The noise checks are calibrated with 20 noise columns; with fewer, the Laplace machine loses less
@@ -497,7 +498,7 @@ checks = rfm.book.Checks("tabular_benchmarks", P, seed=seed, device=dev, output_
 checks.claim("noise_edge_growth", noise_edge_growth, at_least=0.0,
              what=f"{P.n_noise} noise columns grow RFM's mean-accuracy edge over its iteration 0 (the Laplace "
                   "machine): the edge with noise minus the edge on the clean tables (the control)")
-checks.claim("noise_weight_moved", noise_weight_moved, at_least=0.5,
+checks.claim("noise_weight_moved", noise_weight_moved, at_least=0.53,
              what="noise columns: share of the diag(M) weight that M = I puts on the noise which RFM's M moves to "
                   "the real columns, mean over sets")
 checks.sanity("same_folds", float(all(len(r[s][m].scores) == P.folds for r in (results, fixed) for s in names
