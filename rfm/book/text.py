@@ -126,7 +126,7 @@ def glue_largest_run(full: dict | None, checks, *, label: str = "the full profil
     may have moved it since the full run), any other with the verdict stored in the record.
 
     Glues ``largest_scale`` (which run, with device and commit), ``largest_passed`` (the passing claims, or
-    "none") and ``largest_failed`` (each failing claim with its value and rule, or "none").
+    "none") and ``largest_failed`` (each failing claim with its value, rule and what it measures, or "none").
 
     Parameters
     ----------
@@ -148,7 +148,7 @@ def glue_largest_run(full: dict | None, checks, *, label: str = "the full profil
     else:
         claims = {n: c.as_dict() for n, c in checks.checks.items() if c.kind == "claim"}
         scale = "this run; no full run is committed"
-    passed, failed = [], {}
+    passed, failed, what = [], {}, {}
     for name, c in claims.items():
         mine = checks.checks.get(name)
         ok = mine.passes(c.get("value")) if mine is not None else bool(c.get("passed"))
@@ -156,10 +156,11 @@ def glue_largest_run(full: dict | None, checks, *, label: str = "the full profil
             passed.append(name)
         else:
             failed[name] = (c.get("value"), mine.rule if mine is not None else c.get("rule"))
+            what[name] = c.get("what") or (mine.what if mine is not None else "")
     glue("largest_scale", scale)
     glue("largest_passed", ", ".join(f"`{n}`" for n in passed) or "none")
-    glue("largest_failed", "; ".join(f"`{n}` = {_number(v, '{:.3g}')} (rule {r})" for n, (v, r) in failed.items())
-         or "none")
+    glue("largest_failed", "; ".join(f"`{n}` = {_number(v, '{:.3g}')} (rule {r}{': ' + what[n] if what[n] else ''})"
+                                     for n, (v, r) in failed.items()) or "none")
     return dict(scale=scale, passed=passed, failed=failed)
 
 
