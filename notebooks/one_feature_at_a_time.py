@@ -624,7 +624,7 @@ rfm.book.glue("bt_nuisance", P.bt_nuisance)
 # * `agf_curve_ratio`: AGF's predicted staircase against the measured loss curve (mean $|\log|$ error over the
 #   recorded steps), divided by the same error of the all-at-once curve (one drop at AGF's first jump to its last
 #   level), which the claim that the loss falls in AGF's steps says must lose; the rule is the claim's, a ratio
-#   below 1 (first version: not yet calibrated over ten seeds).
+#   below 1: {glue:text}`cal_agf_curve_ratio`.
 # * Recorded, not checked: `agf_onset_ratio`, the mean relative error of AGF's predicted onsets of frequencies
 #   2, 3, ... (those learned within the run by both), divided by that of the 1/magnitude rule (onset of frequency
 #   k = AGF's first onset times $|\hat x_1|/|\hat x_k|$). At seed 6, where gradient descent learned the third
@@ -648,7 +648,7 @@ rfm.book.glue("bt_nuisance", P.bt_nuisance)
 #   expect a tie and do not claim one). Calibrated range of `bt_clean_gain`: {glue:text}`cal_bt_clean_gain_range`.
 # * `esc_half_margin` and `esc_random_control`: halfway along the ascent (first step with half the final
 #   objective), the smallest $(\sigma_1/\sigma_2)/\ell^{1/4}$ over layers 2..L, against the paper's bound itself
-#   (≥ 1; new in this version, not yet calibrated over ten seeds), and a random point's largest, which the control
+#   (≥ 1): {glue:text}`cal_esc_half_margin`; and a random point's largest, which the control
 #   must fail: {glue:text}`cal_esc_random_control` (a random 32 × 32 layer has σ₁/σ₂ near 1.1, just under
 #   2^{1/4} ≈ 1.19).
 # * sanity `esc_bound_margin`: the same at the end of the ascent, {glue:text}`cal_esc_bound_margin`: the deep
@@ -745,15 +745,15 @@ full = rfm.book.glue_full_run("one_feature_at_a_time")
 #   started from the run's own initial weights, predict the measured staircase: onsets of the three largest
 #   frequencies at steps {glue:text}`agf_pred_onsets` against {glue:text}`agf_onsets` measured, a curve error of
 #   {glue:text}`agf_curve_err` against {glue:text}`agf_once_err` for the all-at-once control (`agf_curve_ratio`,
-#   not yet calibrated over ten seeds), and an onset error of {glue:text}`agf_on_err` against
+#   {glue:text}`cal_agf_curve_ratio_min` to {glue:text}`cal_agf_curve_ratio_max` over the ten calibration seeds), and an onset error of {glue:text}`agf_on_err` against
 #   {glue:text}`agf_naive_err` for the 1/magnitude rule at this seed. A finding: at seed 6 gradient descent learned
 #   the third frequency before the second, AGF still predicted the magnitude order, and its onset error exceeded
 #   the 1/magnitude rule's; the onset comparison is recorded, not claimed. Linearised
 #   Barlow Twins rests at more integer loss levels from small than from large initialisation
 #   {cite:p}`simon2023stepwise`. Halfway along the ascent to the escape direction, where the layers are low rank but
 #   not rank one, every layer after the first satisfies the bound $\sigma_1 \ge \ell^{1/4}\sigma_k$
-#   {cite:p}`bantzis2025saddle` (smallest margin {glue:text}`esc_half_margin` at this seed, not yet calibrated over
-#   ten seeds), which a random point of the same spheres fails.
+#   {cite:p}`bantzis2025saddle` (smallest margin {glue:text}`esc_half_margin` at this seed,
+#   {glue:text}`cal_esc_half_margin_min` to {glue:text}`cal_esc_half_margin_max` over the ten calibration seeds), which a random point of the same spheres fails.
 # * **Sanity, not reproduction.** QWEM's modes switch on in eigenvalue order at the times the single-mode closed
 #   form predicts and end at the Eckart–Young solution, and Barlow Twins' first onsets match its closed form:
 #   gradient descent agrees with its own gradient flow. The planted analogies are solved after training and not
