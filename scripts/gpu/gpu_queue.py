@@ -9,6 +9,11 @@ work down :data:`QUEUE`. Each chapter runs as ``scripts/full_run.py`` does (prof
 recorded, not raised) through papermill when papermill and jupytext are installed, else by executing the chapter's
 jupytext source as a plain Python script with the parameters set after its parameters cell (the device image has
 no Jupyter). A chapter that fails or outruns the time left is recorded with its status and the end of its output.
+
+A committed full run that covers less than the chapter's full profile (:data:`PARTIAL`: tabular_benchmarks run on
+this CPU on the smaller KEEL sets only) keeps the chapter pending. A chapter may have a step that runs before it
+(:data:`BEFORE`: ``scripts/tabular_full.py``, which writes one file per KEEL set and keeps the files already
+there); the files that step wrote travel inside queue.json, and ``--unpack`` writes them back.
 """
 from __future__ import annotations
 
@@ -27,12 +32,48 @@ QUEUE = ["neural_feature_ansatz", "deep_learning_phenomena", "in_context_scaling
          "adaptive_sgd_quadratic", "tabular_benchmarks"]
 #: Parameters beyond profile and device, per chapter (fact_rfm at the paper's modulus p = 61).
 PARAMS = {"fact_rfm": {"p": 61}}
+#: A committed full run that covers less than the full profile, per chapter: the chapter stays pending. The CPU run
+#: of tabular_benchmarks took only the KEEL sets of up to max_rows rows; the profile's default takes all 43.
+PARTIAL = {"tabular_benchmarks": lambda full: full.get("params", {}).get("max_rows", 0) < 20000}
+#: A step run before the chapter (from the repository root), and the folder of the files it writes, which travel back
+#: inside queue.json (the device returns only a few files): tabular_benchmarks' per-set results.
+BEFORE = {"tabular_benchmarks": (["scripts/tabular_full.py", "--jobs", str(max(1, (os.cpu_count() or 2) - 2)),
+                                  "--device", "{device}"], "results/tabular_benchmarks/sets")}
 
 
 def pending(root: Path = ROOT) -> list[str]:
-    """The chapters of the queue without a results/<chapter>/full.json, in queue order."""
-    return [c for c in QUEUE if (root / "notebooks" / f"{c}.py").exists()
-            and not (root / "results" / c / "full.json").exists()]
+    """The chapters of the queue without a complete results/<chapter>/full.json (none, or one that
+    :data:`PARTIAL` calls partial), in queue order."""
+    out = []
+    for c in QUEUE:
+        if not (root / "notebooks" / f"{c}.py").exists():
+            continue
+        path = root / "results" / c / "full.json"
+        if not path.exists() or (c in PARTIAL and PARTIAL[c](json.loads(path.read_text()))):
+            out.append(c)
+    return out
+
+
+def run_before(chapter: str, seconds: float, device: str = "cuda") -> dict:
+    """Run the chapter's :data:`BEFORE` step (if any) within ``seconds``; its status, time, end of output, and the
+    files of its folder as ``{relative path: text}``."""
+    if chapter not in BEFORE:
+        return {}
+    cmd, folder = BEFORE[chapter]
+    t0 = time.perf_counter()
+    rec: dict = {"command": [c.format(device=device) for c in cmd]}
+    try:
+        proc = subprocess.run([sys.executable, *rec["command"]], cwd=ROOT, capture_output=True, text=True,
+                              timeout=seconds, env=dict(os.environ, PYTHONPATH=os.pathsep.join(
+                                  [str(ROOT), os.environ.get("PYTHONPATH", "")])))
+        rec["exit"], rec["tail"] = proc.returncode, (proc.stdout + proc.stderr)[-2000:]
+    except subprocess.TimeoutExpired:
+        rec["exit"] = "timeout"
+    rec["seconds"] = round(time.perf_counter() - t0, 1)
+    where = ROOT / folder
+    rec["files"] = {str(f.relative_to(ROOT)): f.read_text() for f in sorted(where.glob("*.json"))} \
+        if where.is_dir() else {}
+    return rec
 
 
 def script_source(src: Path, params: dict) -> str:
@@ -100,9 +141,16 @@ def run_chapter(chapter: str, seconds: float, workdir: Path, profile: str = "ful
 
 
 def unpack(path: Path) -> None:
-    """Write each successful record of a queue.json as results/<chapter>/full.json (to commit)."""
+    """Write each successful record of a queue.json as results/<chapter>/full.json (to commit), and the files its
+    step before the chapter wrote (whatever the chapter's status: a resumable step keeps what finished)."""
     data = json.loads(Path(path).read_text())
     for rec in data.get("runs", []):
+        for rel, text in rec.get("before", {}).get("files", {}).items():
+            dest = (ROOT / rel).resolve()
+            if ROOT.resolve() not in dest.parents:
+                raise ValueError(f"{path}: a file outside the repository: {rel}")
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.write_text(text)
         if rec.get("status") == "ok":
             dest = ROOT / "results" / rec["chapter"] / "full.json"
             dest.parent.mkdir(parents=True, exist_ok=True)
@@ -139,8 +187,16 @@ def main(argv=None) -> int:
         if left < args.min_seconds:
             break
         print(f"queue: {chapter} ({left:.0f} s left)", flush=True)
-        rec = run_chapter(chapter, left, Path(os.environ.get("TMPDIR", "/tmp")) / "gpu-queue-work", args.profile,
-                          args.device, args.plain)
+        before = run_before(chapter, left, args.device) if args.profile == "full" else {}
+        left = args.budget - (time.perf_counter() - t0)
+        if before and before.get("exit") != 0:
+            rec = {"chapter": chapter, "status": "failed" if before.get("exit") != "timeout" else "timeout",
+                   "tail": before.get("tail", ""), "seconds": before["seconds"]}
+        else:
+            rec = run_chapter(chapter, left, Path(os.environ.get("TMPDIR", "/tmp")) / "gpu-queue-work",
+                              args.profile, args.device, args.plain)
+        if before:
+            rec["before"] = before
         runs.append(rec)
         print(f"queue: {chapter} {rec['status']} in {rec['seconds']} s", flush=True)
         path.write_text(json.dumps({"pending_before": todo, "runs": runs}, indent=1) + "\n")
