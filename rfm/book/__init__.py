@@ -40,7 +40,7 @@ from .records import (
     output_path,
     summary,
 )
-from .text import NO_FULL_RUN, NOT_CALIBRATED, glue, glue_calibration, glue_full_run, glue_largest_run, glue_many
+from .text import NO_FULL_RUN, NOT_CALIBRATED, glue, glue_calibration, glue_full_run, glue_largest_run, glue_many, span
 
 
 class Settings(SimpleNamespace):
@@ -153,4 +153,4 @@ __all__ = ["NOT_CALIBRATED", "NO_FULL_RUN", "PROFILES", "REPOSITORY_RAW", "RESUL
            "Settings", "calibration_facts", "calibration_values", "cpu_build", "device_name", "download_failure",
            "git_commit", "glue", "glue_calibration", "glue_full_run", "glue_largest_run",
            "glue_many", "load_calibration", "load_results",
-           "missing_committed", "output_path", "record_only", "savefig", "settings", "summary"]
+           "missing_committed", "output_path", "record_only", "savefig", "settings", "span", "summary"]
