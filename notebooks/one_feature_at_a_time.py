@@ -90,7 +90,7 @@ from rfm.data.datasets import load_digits_8x8, load_mnist_5k
 from rfm.metrics import subspace_overlap
 from rfm.nets import MLP, quadratic_net
 from rfm.nets import stepwise as sw
-from rfm.nets.curves import mode_onsets, plateau_fraction
+from rfm.nets.curves import first_reaching, mode_onsets, plateau_fraction
 from rfm.nets.optim import train_full_batch
 from rfm.nets.qwem import analogy_accuracy_path
 from rfm.theory.agf import agf_predict, agf_staircase
@@ -339,13 +339,14 @@ net0 = MLP(Xe.shape[1], [P.esc_width] * (P.esc_depth - 1), 10, activation="relu"
 esc = sw.escape_direction(net0, Xe, Ye, steps=P.esc_steps, lr=1.0, restarts=P.esc_restarts, generator=seed,
                           record_ratios=True)
 rnd = sw.random_sphere_direction(net0, generator=seed + 1000)
-ratio_esc = np.array([float(s[0] / s[1]) for s in sw.layer_singular_values(esc["model"])])
-ratio_rnd = np.array([float(s[0] / s[1]) for s in sw.layer_singular_values(rnd)])
+ratio_esc = sw.layer_top_ratios(esc["model"]).numpy()
+ratio_rnd = sw.layer_top_ratios(rnd).numpy()
 ells = np.arange(1, P.esc_depth + 1)
 bound = ells ** 0.25
 esc_margin = float(np.min(ratio_esc[1:] / bound[1:]))
 rnd_margin = float(np.max(ratio_rnd[1:] / bound[1:]))
-t_half = sw.first_reaching(esc["objective"], 0.5)           # the escape half done: low rank, not yet rank one
+obj = esc["objective"]  # the escape half done (half the final objective): low rank, not yet rank one
+t_half = first_reaching(range(len(obj)), obj, 0.5 * obj[-1])
 ratio_half = esc["ratios"][t_half].numpy()
 half_margin = float(np.min(ratio_half[1:] / bound[1:]))
 

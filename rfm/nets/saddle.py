@@ -19,8 +19,8 @@ from ..utils import check_generator
 from .mlp import MLP
 from .training import fit
 
-__all__ = ["SphereAscent", "escape_direction", "escape_objective", "first_reaching", "layer_singular_values",
-           "layer_top_ratios", "random_sphere_direction"]
+__all__ = ["SphereAscent", "escape_direction", "escape_objective", "layer_singular_values", "layer_top_ratios",
+           "random_sphere_direction"]
 
 
 class SphereAscent(torch.optim.Optimizer):
@@ -218,28 +218,6 @@ def layer_top_ratios(model: MLP) -> torch.Tensor:
     if any(s.numel() < 2 for s in svs):
         raise ValueError("every layer needs at least two singular values")
     return torch.stack([s[0] / s[1] for s in svs])
-
-
-def first_reaching(values, fraction: float) -> int:
-    """The first index t with values[t] >= fraction * values[-1] (values[-1] > 0): e.g. the step at which an
-    ascent first reaches half its final objective.
-
-    Parameters
-    ----------
-    values : array-like, 1-d
-        A history ending at a positive value.
-    fraction : float
-        In (0, 1].
-
-    Returns
-    -------
-    int
-    """
-    v = torch.as_tensor(values, dtype=torch.float64).reshape(-1)
-    check_number("fraction", fraction, low=0, low_inclusive=False, high=1)
-    if v.numel() == 0 or not float(v[-1]) > 0:
-        raise ValueError("values must end at a positive value")
-    return int(torch.nonzero(v >= fraction * v[-1])[0])
 
 
 def layer_singular_values(model: MLP) -> list[torch.Tensor]:

@@ -41,14 +41,13 @@ from .qwem import (
 from .saddle import (
                      escape_direction,
                      escape_objective,
-                     first_reaching,
                      layer_singular_values,
                      layer_top_ratios,
                      random_sphere_direction,
 )
 
 __all__ = ["analogy_accuracy", "barlow_twins_onsets", "count_drops", "cross_view_matrix", "escape_direction",
-           "escape_objective", "factorization_gd", "factorization_onsets", "first_reaching", "fourier_residuals",
+           "escape_objective", "factorization_gd", "factorization_onsets", "fourier_residuals",
            "layer_singular_values", "layer_top_ratios", "linear_barlow_twins", "logistic_mode", "logistic_onset",
            "loss_drops", "mode_onsets", "planted_analogies", "planted_cooccurrence", "plateau_fraction",
            "plateau_levels", "positive_part", "qwem_target", "random_sphere_direction", "template_addition",

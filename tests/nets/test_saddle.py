@@ -1,7 +1,6 @@
 """Normalised ascent on a sphere (rfm.nets.saddle.SphereAscent), on known answers."""
 import math
 
-import pytest
 import torch
 
 from rfm.nets.saddle import SphereAscent
@@ -37,14 +36,6 @@ def test_layer_top_ratios_of_known_matrices():
         net.layers[1].weight.copy_(torch.tensor([[1.0, 0, 0], [0, 0, 0]], dtype=torch.float64))  # rank one
     r = layer_top_ratios(net)
     assert float(r[0]) == 2.0 and math.isinf(float(r[1]))
-
-
-def test_first_reaching():
-    from rfm.nets.saddle import first_reaching
-    assert first_reaching([0.0, 0.1, 0.6, 0.4, 1.0], 0.5) == 2
-    assert first_reaching([0.0, 0.1, 0.6, 0.4, 1.0], 1.0) == 4
-    with pytest.raises(ValueError):
-        first_reaching([0.0, -1.0], 0.5)
 
 
 def test_escape_direction_records_ratios_aligned_with_the_objective():
