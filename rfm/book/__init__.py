@@ -38,6 +38,7 @@ from .records import (
     load_results,
     missing_committed,
     output_path,
+    read_committed,
     summary,
 )
 from .text import NO_FULL_RUN, NOT_CALIBRATED, glue, glue_calibration, glue_full_run, glue_largest_run, glue_many, span
@@ -152,5 +153,5 @@ def savefig(fig, name: str, output_dir=None):
 __all__ = ["NOT_CALIBRATED", "NO_FULL_RUN", "PROFILES", "REPOSITORY_RAW", "RESULTS", "ROOT", "Check", "Checks",
            "Settings", "calibration_facts", "calibration_values", "cpu_build", "device_name", "download_failure",
            "git_commit", "glue", "glue_calibration", "glue_full_run", "glue_largest_run",
-           "glue_many", "load_calibration", "load_results",
+           "glue_many", "load_calibration", "load_results", "read_committed",
            "missing_committed", "output_path", "record_only", "savefig", "settings", "span", "summary"]
