@@ -3,7 +3,9 @@ r"""The saddle-escape direction of a bias-free network, from which small-initial
 Bantzis, Simon & Jacot (arXiv 2505.21722): the maximiser of g(theta) = <Y, f_theta(X)> / n over unit-Frobenius
 layers (:func:`escape_objective`), by normalised ascent on each layer's sphere (:func:`escape_direction`), a random
 point of the same spheres as the control (:func:`random_sphere_direction`) and per-layer spectra
-(:func:`layer_singular_values`).
+(:func:`layer_singular_values`); and gradient descent on the squared loss from a small initialisation, with every
+layer's spectrum recorded along the way (:func:`gd_layer_spectra`: the saddle-to-saddle regime the escape
+direction describes).
 
 The ascent is a step of :class:`SphereAscent` on the spheres, taken by the one training loop
 :func:`rfm.nets.training.fit` (the objective is maximised: the optimizer climbs its gradient).
@@ -17,10 +19,11 @@ import torch
 from .._checks import check_matrix, check_number
 from ..utils import check_generator
 from .mlp import MLP
+from .optim import train_full_batch
 from .training import fit
 
-__all__ = ["SphereAscent", "escape_direction", "escape_objective", "layer_singular_values", "layer_top_ratios",
-           "random_sphere_direction"]
+__all__ = ["SphereAscent", "escape_direction", "escape_objective", "gd_layer_spectra", "layer_singular_values",
+           "layer_top_ratios", "random_sphere_direction"]
 
 
 class SphereAscent(torch.optim.Optimizer):
@@ -236,3 +239,62 @@ def layer_singular_values(model: MLP) -> list[torch.Tensor]:
     if not isinstance(model, MLP):
         raise TypeError(f"model must be an rfm.nets.MLP, got {type(model).__name__}")
     return [torch.linalg.svdvals(lin.weight.detach().to(torch.float64)) for lin in model.layers]
+
+
+
+def gd_layer_spectra(model: MLP, X, Y, optimizer: torch.optim.Optimizer, *, steps: int, record_every: int = 10,
+                     top: int = 10) -> dict:
+    r"""Full-batch descent on the mean squared error of a bias-free network (in place, through
+    :func:`rfm.nets.optim.train_full_batch` with any ``optimizer`` over the model's parameters), recording the top
+    ``top`` singular values of every layer (:func:`layer_singular_values`) and every layer's weights before the
+    first step and every ``record_every`` steps.
+
+    Near the origin the gradient of an L-homogeneous network scales as r^(L-1) (r the scale of its layers), so
+    plain gradient descent from a small initialisation spends of the order of r_0^-(L-2) steps on the plateau.
+    :class:`rfm.nets.optim.SLO` with a single parameter group and ``eps=0`` (steps of fixed length ``lr`` along
+    the whole gradient) follows the same gradient-flow path on another clock (exactly in the limit of short steps),
+    without that slow-down.
+
+    Parameters
+    ----------
+    model : MLP
+        A bias-free network, trained in place.
+    X : torch.Tensor, shape (n, d)
+        Inputs.
+    Y : torch.Tensor, shape (n, c)
+        Targets.
+    optimizer : torch.optim.Optimizer
+        Over ``model``'s parameters.
+    steps : int
+        Steps.
+    record_every : int, default 10
+        Steps between records (and the last step).
+    top : int, default 10
+        Singular values kept per layer (where a layer has fewer, padded with NaN).
+
+    Returns
+    -------
+    dict
+        "steps" (the steps after which the records were taken), "loss" (the mean squared error there; the
+        loss of :func:`rfm.nets.optim.train_full_batch`'s history is the one before the step), "sv" (torch.Tensor,
+        shape (records, layers, top), float64) and "weights" (one list of the layers' weights per record).
+    """
+    model = _check_bias_free(model)
+    check_number("steps", steps, low=1, integer=True)
+    check_number("record_every", record_every, low=1, integer=True)
+    check_number("top", top, low=1, integer=True)
+    L = len(model.layers)
+    rec_steps, losses, svs, weights = [], [], [], []
+
+    def record(net, rec):
+        with torch.no_grad():
+            losses.append(float(((net(X) - Y) ** 2).mean()))
+        s = torch.full((L, top), float("nan"), dtype=torch.float64)
+        for l, v in enumerate(layer_singular_values(net)):
+            s[l, :min(top, len(v))] = v[:top]
+        rec_steps.append(rec["step"])
+        svs.append(s)
+        weights.append([lin.weight.detach().clone() for lin in net.layers])
+
+    train_full_batch(model, X, Y, optimizer, steps=steps, record_every=record_every, callback=record, threads=1)
+    return {"steps": rec_steps, "loss": losses, "sv": torch.stack(svs), "weights": weights}

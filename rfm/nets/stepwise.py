@@ -41,6 +41,7 @@ from .qwem import (
 from .saddle import (
                      escape_direction,
                      escape_objective,
+                     gd_layer_spectra,
                      layer_singular_values,
                      layer_top_ratios,
                      random_sphere_direction,
@@ -48,7 +49,8 @@ from .saddle import (
 
 __all__ = ["analogy_accuracy", "barlow_twins_onsets", "count_drops", "cross_view_matrix", "escape_direction",
            "escape_objective", "factorization_gd", "factorization_onsets", "fourier_residuals",
-           "layer_singular_values", "layer_top_ratios", "linear_barlow_twins", "logistic_mode", "logistic_onset",
+           "gd_layer_spectra", "layer_singular_values", "layer_top_ratios", "linear_barlow_twins", "logistic_mode",
+           "logistic_onset",
            "loss_drops", "mode_onsets", "planted_analogies", "planted_cooccurrence", "plateau_fraction",
            "plateau_levels", "positive_part", "qwem_target", "random_sphere_direction", "template_addition",
            "two_view_data"]
