@@ -241,7 +241,6 @@ def layer_singular_values(model: MLP) -> list[torch.Tensor]:
     return [torch.linalg.svdvals(lin.weight.detach().to(torch.float64)) for lin in model.layers]
 
 
-
 def gd_layer_spectra(model: MLP, X, Y, optimizer: torch.optim.Optimizer, *, steps: int, record_every: int = 10,
                      top: int = 10) -> dict:
     r"""Full-batch descent on the mean squared error of a bias-free network (in place, through
