@@ -790,7 +790,8 @@ rfm.book.glue("bt_nuisance", P.bt_nuisance)
 # * `gd_drop_margin` and `gd_large_control`: gradient descent (normalised steps) from the small initialisation,
 #   at the first record 5 % below the initial loss, the smallest $(\sigma_1/\sigma_2)/\ell^{1/4}$ over layers
 #   2..L, against the bound itself (≥ 1); and the same for the large initialisation at its own first drop, which
-#   the control must fail (≤ 1). Both rules are the bound's; they are not calibrated magnitudes.
+#   the control must fail (≤ 1). Both rules are the bound's; they are not calibrated magnitudes. Ten seeds:
+#   {glue:text}`cal_gd_drop_margin`; {glue:text}`cal_gd_large_control`.
 # * sanity `esc_bound_margin`: the same at the end of the ascent, {glue:text}`cal_esc_bound_margin`: the deep
 #   layers are exactly rank one there, so the bound holds trivially (about $10^{15}$).
 # * Recorded, not checked: `esc_half_slope` and `esc_random_slope`, the slope of $\log(\sigma_1/\sigma_2)$ on
@@ -907,7 +908,9 @@ full = rfm.book.glue_full_run("one_feature_at_a_time")
 #   Gradient descent from a small initialisation of the same network (normalised steps) leaves its plateau with
 #   every layer after the first satisfying the same bound (smallest margin {glue:text}`gd_margin_small` at this
 #   seed, just after the first drop), which the same network from a large initialisation fails
-#   ({glue:text}`gd_margin_large`); not yet calibrated over ten seeds.
+#   ({glue:text}`gd_margin_large`); over the ten calibration seeds {glue:text}`cal_gd_drop_margin_min` to
+#   {glue:text}`cal_gd_drop_margin_max` against {glue:text}`cal_gd_large_control_min` to
+#   {glue:text}`cal_gd_large_control_max` for the control.
 # * **Figures whose form is reproduced.** Figure 1 of {cite:t}`bantzis2025saddle`, from its caption as reproduced on
 #   chatpaper.com: the loss with the chosen iterations and the top 10 singular values of every layer there
 #   ({numref}`fig-one-feature-at-a-time-gd-spectra`), on the 8 × 8 digits instead of MNIST (MNIST in the full
