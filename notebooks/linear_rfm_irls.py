@@ -88,12 +88,12 @@ from rfm.nets.linear import deep_linear_completion, diagonal_network_regression
 start = time.perf_counter()
 P = rfm.book.settings(
     profile,
-    smoke=dict(n=60, d=200, s=8, sparse_iters=50, trials=5, diag_steps=10000, phase_ratios=[1, 2, 3, 4, 5, 6, 7, 8, 10],
-               phase_trials=5, d_mc=100, r=3, ratio=4.0, mc_iters=400, mc_trials=3, dln_steps=3000, authors_iters=200,
+    smoke=dict(n=60, d=200, s=8, sparse_iters=50, trials=5, diag_steps=40000, diag_lr=0.05, net_tol=1e-3, phase_ratios=[1, 2, 3, 4, 5, 6, 7, 8, 10],
+               phase_trials=5, d_mc=100, r=3, ratio=4.0, mc_iters=400, mc_trials=3, dln_steps=10000, authors_iters=200,
                mc_phase_iters=400, mc_phase_d=40, mc_phase_ranks=[1, 2, 4], mc_phase_ratios=[1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0],
                mc_phase_trials=2, timing_dims=[100, 200, 400], timing_iters=5),
-    full=dict(n=60, d=200, s=8, sparse_iters=100, trials=10, diag_steps=100000, phase_ratios=[1, 2, 3, 4, 5, 6, 7, 8, 10],
-              phase_trials=20, d_mc=500, r=5, ratio=10000 / 4975, mc_iters=1000, mc_trials=3, dln_steps=4000, authors_iters=3000,
+    full=dict(n=60, d=200, s=8, sparse_iters=100, trials=10, diag_steps=200000, diag_lr=0.05, net_tol=1e-4, phase_ratios=[1, 2, 3, 4, 5, 6, 7, 8, 10],
+              phase_trials=20, d_mc=500, r=5, ratio=10000 / 4975, mc_iters=1000, mc_trials=3, dln_steps=20000, authors_iters=3000,
               mc_phase_iters=400, mc_phase_d=100, mc_phase_ranks=[1, 2, 3, 5, 8],
               mc_phase_ratios=[1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 6.0, 8.0], mc_phase_trials=4,
               timing_dims=[500, 1000, 2000, 5000], timing_iters=3),
@@ -165,7 +165,12 @@ def problem_seed(t):
 # solution, which is lin-RFM's iteration 0 and the control: it cannot find a sparse vector. The network baseline is
 # a deep *diagonal* linear network, $w = u^{\odot 2} - v^{\odot 2}$, trained by gradient descent from the small
 # initialisation $u = v = 10^{-3}$, which biases it towards sparse, $\ell_1$-like solutions
-# {cite:p}`woodworth2020kernel` ({glue:text}`diag_steps` steps at learning rate 0.02). (A *fully connected* deep linear
+# {cite:p}`woodworth2020kernel`. We train it **to convergence**: gradient descent at learning rate
+# {glue:text}`diag_lr` until the relative training residual $\lVert Xw - y\rVert / \lVert y\rVert$ is at most
+# {glue:text}`net_tol` (read every 100 steps, at most {glue:text}`diag_steps` steps). The step size is larger than
+# the 0.02 of earlier versions of this chapter so that the network gets there within the smoke budget; larger
+# steps still, tried in development, threw gradient descent off the sparse interpolant on some problems. The smoke
+# profile stops at a residual of $10^{-3}$, the full profile at $10^{-4}$. (A *fully connected* deep linear
 # network from a small initialisation stays near the row space of $X$, like the minimum-norm solution, so it is no
 # contender for sparse recovery.)
 
@@ -194,10 +199,19 @@ for name, method in SPARSE_METHODS.items():
 # %%
 min_norm = sp_err["lin-RFM, alpha = 1/4 (IRLS-1)"][:, 0]      # iteration 0: X^+ y
 sp_secs = sp_seconds["lin-RFM, alpha = 1/4 (IRLS-1)"]   # lin-RFM's own time, for the comparison with the network
-diag = [diagonal_network_regression(X.to(dev), y.to(dev), depth=2, init_scale=1e-3, lr=2e-2, steps=P.diag_steps,
-                                      eval_every=max(1, P.diag_steps // 100), w_true=w.to(dev)) for X, y, w in sparse]
+# trained to convergence: stop once the relative training residual is at most P.net_tol (P.diag_steps is a cap)
+diag = [diagonal_network_regression(X.to(dev), y.to(dev), depth=2, init_scale=1e-3, lr=P.diag_lr, steps=P.diag_steps,
+                                    eval_every=100, w_true=w.to(dev), train_tol=P.net_tol) for X, y, w in sparse]
 diag_err = np.array([res["eval_error"][-1] for res in diag])
 diag_secs = np.array([res["time"][-1] for res in diag])
+diag_conv = float(np.mean([res["converged"] for res in diag]))
+
+
+def settled(res, tol=P.net_tol):
+    """Test error at the stop over test error at the first record with a training residual of at most 10 tol: near
+    1 when the error has stopped moving with the residual."""
+    k = next(i for i, e in enumerate(res["train_error"]) if e <= 10 * tol)
+    return res["eval_error"][-1] / res["eval_error"][k]
 final = {name: e[:, -1] for name, e in sp_err.items()}
 display(pd.DataFrame({"min-norm (iteration 0)": min_norm, **final, "diagonal network": diag_err}, index=[f"trial {t}" for t in range(P.trials)])
         .style.format("{:.1e}"))
@@ -219,15 +233,18 @@ rfm.book.glue_many(dict(sp_quarter=np.max(final["lin-RFM, alpha = 1/4 (IRLS-1)"]
                         sp_quarter_seed0=final["lin-RFM, alpha = 1/4 (IRLS-1)"][0],
                         sp_irls1=np.median(final["IRLS p = 1, smoothed"]),
                         sp_irls0=np.max(final["IRLS p = 0, smoothed"]),
-                        diag_err=np.median(diag_err), diag_train=np.median([res["train_error"][-1] for res in diag])),
-                   "{:.1e}")
+                        diag_err=np.median(diag_err), diag_train=max(res["train_residual"] for res in diag),
+                        net_tol=P.net_tol), "{:.1e}")
+rfm.book.glue_many(diag_conv=f"{int(round(diag_conv * P.trials))} of {P.trials}", diag_lr=f"{P.diag_lr:g}",
+                   diag_taken=f"{min(r['steps'] for r in diag):,} to {max(r['steps'] for r in diag):,}",
+                   diag_settled=f"{np.median([settled(r) for r in diag]):.2f}")
 rfm.book.glue_many(dict(sp_gain=sp_gain, sp_vs_diag=sp_vs_diag, diag_secs=np.median(diag_secs)), "{:.1f}")
 rfm.book.glue_many(sp_min_norm=f"{np.min(min_norm):.2f} to {np.max(min_norm):.2f}",
                    sp_half_stalled=f"{int(stalled.sum())} of {P.trials}",
                    sp_half_worst=f"{np.max(final['lin-RFM, alpha = 1/2 (IRLS-0)']):.2g}", step_gap=f"{step_gap:.0e}",
                    diag_steps=f"{P.diag_steps:,}", sp_secs=f"{np.median(sp_secs):.2f}");
 
-# %% mystnb={"figure": {"caption": "Sparse regression: relative error of every iterate (median over the trials, band from the best to the worst trial). Iteration 0 is the minimum-norm solution for every method; the dashed line is the diagonal linear network's final error.", "name": "fig-linear-rfm-irls-sparse"}}
+# %% mystnb={"figure": {"caption": "Sparse regression: relative error of every iterate (median over the trials, band from the best to the worst trial). Iteration 0 is the minimum-norm solution for every method; the dashed line is the diagonal linear network's error once trained to convergence.", "name": "fig-linear-rfm-irls-sparse"}}
 COLORS = {"lin-RFM, alpha = 1/4 (IRLS-1)": "tab:blue", "lin-RFM, alpha = 1/2 (IRLS-0)": "tab:red",
           "IRLS p = 1, smoothed": "tab:green", "IRLS p = 0, smoothed": "tab:orange"}
 fig, ax = plt.subplots(figsize=(6.5, 3.6))
@@ -236,7 +253,7 @@ for name, e in sp_err.items():
     ax.plot(its, np.median(e, 0), color=COLORS[name], label=name)
     ax.fill_between(its, e.min(0), e.max(0), color=COLORS[name], alpha=0.15)
 ax.axhline(np.median(min_norm), color="k", ls=":", label="minimum-norm solution")
-ax.axhline(np.median(diag_err), color="tab:purple", ls="--", label=f"diagonal network, {P.diag_steps:,} GD steps")
+ax.axhline(np.median(diag_err), color="tab:purple", ls="--", label="diagonal network, trained to convergence")
 ax.set(yscale="log", xlabel="iteration", ylabel="relative error  ||w - w*|| / ||w*||",
        title=f"Sparse regression, n = {P.n}, d = {P.d}, s = {P.s}")
 ax.grid(True, which="both", alpha=0.3)
@@ -252,11 +269,16 @@ plt.show()
 # iteration 0. It converges *faster* than the smoothed IRLS-1 reference (median {glue:text}`sp_irls1`), whose
 # smoothing $\varepsilon$ slows the final approach; the correspondence itself is exact (one lin-RFM step and one
 # IRLS step from the same point differ by {glue:text}`step_gap`, a labelled sanity check below). The diagonal
-# linear network ends at a median error of {glue:text}`diag_err` after {glue:text}`diag_steps` gradient steps
-# ({glue:text}`diag_secs` s, against {glue:text}`sp_secs` s for lin-RFM's {glue:text}`sp_iters` iterations), with
-# its training residual still at {glue:text}`diag_train`: its implicit bias points at the right answer, but gradient
-# descent from a small initialisation approaches it slowly, and lin-RFM is {glue:text}`sp_vs_diag` orders of
-# magnitude more accurate at a fraction of the cost.
+# linear network converged on {glue:text}`diag_conv` problems (largest final training residual
+# {glue:text}`diag_train`, after {glue:text}`diag_taken` gradient steps; median {glue:text}`diag_secs` s, against
+# {glue:text}`sp_secs` s for lin-RFM's {glue:text}`sp_iters` iterations) and ends at a median error of
+# {glue:text}`diag_err`. That error still falls with the residual: its median ratio to the error at the first
+# record with ten times the tolerance is {glue:text}`diag_settled` (the full profile trains to a tolerance ten times
+# smaller), a factor far smaller than the gap to lin-RFM below. Its implicit bias points near the right
+# answer but not at it: from an initialisation of $10^{-3}$ the interpolant it converges to is close to, not equal
+# to, the minimum-$\ell_1$ one (the package's unit tests show the same on a small problem, and a far worse
+# interpolant from a large initialisation). At convergence lin-RFM is
+# {glue:text}`sp_vs_diag` orders of magnitude more accurate, at a fraction of the cost.
 #
 # $\alpha = \tfrac12$, the power of the authors' SVD-free completion code, is IRLS-0 *without* smoothing, and in
 # sparse regression it is fragile: it stalled above $10^{-3}$ on {glue:text}`sp_half_stalled` problems (worst error
@@ -340,7 +362,9 @@ plt.show()
 # applies to its smoothing. (With a fixed small ridge the iteration stalls; with a fixed large one the ridge's bias
 # stays.) The test error is measured on the unobserved entries and only *reported*; nothing of them is read by the
 # methods. The deep linear network starts from weights of scale 0.1 (small initialisation favours low rank) and
-# trains for {glue:text}`dln_steps` Adam steps at learning rate $10^{-3}$; we tried depths 2 to 4 and two scales in
+# trains with Adam at learning rate $10^{-3}$ until its relative training residual on the observed entries is at most
+# {glue:text}`net_tol` (read every 100 steps, at most {glue:text}`dln_steps` steps: trained to convergence, like the
+# diagonal network); we tried depths 2 to 4 and two scales in
 # development and kept the best, depth 3, without a wider search.
 
 # %%
@@ -358,7 +382,7 @@ for Y, mask in completion:
         mc[name].append(method(Y, mask))
     mc["deep linear network"].append(deep_linear_completion(Y, mask, depth=3, init_scale=0.1, lr=1e-3,
                                                               steps=P.dln_steps, seed=problem_seed(0), Y_eval=Y,
-                                                              threads=None))
+                                                              train_tol=P.net_tol))
 
 # %% [markdown]
 # Two ways to stop without the truth: on a held-out tenth of the observed entries, and under the authors' ridge
@@ -413,6 +437,12 @@ RFM_MC = "lin-RFM, SVD-free (alpha = 1/2)"
 mc_vs_quarter = float(np.median(np.log10(mc_final["lin-RFM, alpha = 1/4"] / mc_final[RFM_MC])))
 mc_vs_dln = float(np.median(np.log10(mc_final["deep linear network"] / mc_final[RFM_MC])))
 mc_vs_irls = float(np.median(np.log10(mc_final["IRLS-1, smoothed"] / mc_final[RFM_MC])))
+dln = mc["deep linear network"]
+dln_conv = float(np.mean([r["converged"] for r in dln]))
+rfm.book.glue_many(dln_conv=f"{int(round(dln_conv * P.mc_trials))} of {P.mc_trials}",
+                   dln_train=f"{max(r['train_residual'] for r in dln):.1e}",
+                   dln_taken=f"{min(r['steps'] for r in dln):,} to {max(r['steps'] for r in dln):,}",
+                   dln_settled=f"{np.median([settled(r) for r in dln]):.2f}")
 mc_median = float(np.median(mc_final[RFM_MC]))
 rfm.book.glue_many(dict(mc_obs=N_OBS, dln_steps=P.dln_steps), "{:,}")
 rfm.book.glue_many(mc_ratio=f"{P.ratio:.2f}", mc_trials=f"{P.mc_trials}", mc_iters=f"{P.mc_iters}",
@@ -431,17 +461,20 @@ rfm.book.glue_many(dict(mc_vs_quarter=mc_vs_quarter, mc_vs_dln=mc_vs_dln), "{:.1
 short = {RFM_MC: "rfm", "lin-RFM, alpha = 1/4": "quarter", "IRLS-1, smoothed": "irls", "deep linear network": "dln"}
 rfm.book.glue_many({short[name]: np.median(secs) for name, secs in mc_secs.items()}, "{:.1f}", prefix="mc_secs_");
 
-# %% mystnb={"figure": {"caption": "Matrix completion: relative error on the unobserved entries against iteration (left) and against seconds of computation (right), median over the trials. The deep linear network has no iterations of the same kind: its final error is the dashed line on the left.", "name": "fig-linear-rfm-irls-completion"}}
+# %% mystnb={"figure": {"caption": "Matrix completion: relative error on the unobserved entries against iteration (left) and against seconds of computation (right), median over the trials. The deep linear network has no iterations of the same kind: its median error at convergence is the dashed line on the left, and each of its runs is a thin line on the right.", "name": "fig-linear-rfm-irls-completion"}}
 MC_COLORS = {RFM_MC: "tab:blue", "lin-RFM, alpha = 1/4": "tab:red", "IRLS-1, smoothed": "tab:green",
              "deep linear network": "tab:purple"}
 fig, (ax, ax2) = plt.subplots(1, 2, figsize=(11, 3.8))
 for name, runs in mc.items():
+    if name == "deep linear network":  # stopped at convergence, after different numbers of steps: one line a run
+        ax.axhline(np.median(mc_final[name]), color=MC_COLORS[name], ls="--", label=f"{name} (at convergence)")
+        for i, res in enumerate(runs):
+            ax2.plot(np.maximum(res["time"], 1e-3), res["eval_error"], color=MC_COLORS[name], lw=0.8,
+                     label=name if i == 0 else None)
+        continue
     errs = np.median(np.array([res["eval_error"] for res in runs]), 0)
     secs = np.median(np.array([res["time"] for res in runs]), 0)
-    if name == "deep linear network":
-        ax.axhline(errs[-1], color=MC_COLORS[name], ls="--", label=f"{name} (final)")
-    else:
-        ax.plot(np.arange(len(errs)), errs, color=MC_COLORS[name], label=name)
+    ax.plot(np.arange(len(errs)), errs, color=MC_COLORS[name], label=name)
     ax2.plot(np.maximum(secs, 1e-3), errs, color=MC_COLORS[name], label=name)
 ax.set(yscale="log", xlabel="iteration", ylabel="relative error, unobserved entries",
        title=f"d = {P.d_mc}, r = {P.r}, {N_OBS:,} observed")
@@ -460,8 +493,11 @@ plt.show()
 # iteration, about one order of magnitude every 45 iterations): the ridge, not the method, sets the pace here.
 # With $\alpha = \tfrac14$, the nuclear-norm power, the same loop reaches only
 # {glue:text}`mc_quarter` (the SVD-free power is {glue:text}`mc_vs_quarter` orders of magnitude better), and the
-# smoothed IRLS-1 reference {glue:text}`mc_irls`. The deep linear network fits the observed entries but reaches
-# {glue:text}`mc_dln` on the unobserved ones, {glue:text}`mc_vs_dln` orders of magnitude behind lin-RFM. Median
+# smoothed IRLS-1 reference {glue:text}`mc_irls`. The deep linear network converged on {glue:text}`dln_conv`
+# problems (largest final training residual {glue:text}`dln_train`, after {glue:text}`dln_taken` Adam steps): it fits
+# the observed entries but reaches {glue:text}`mc_dln` on the unobserved ones, {glue:text}`mc_vs_dln` orders of
+# magnitude behind lin-RFM; that error still falls with the residual (median ratio to the error at ten times the
+# tolerance {glue:text}`dln_settled`), by a factor far smaller than the gap. Median
 # times: lin-RFM {glue:text}`mc_secs_rfm` s, $\alpha = \tfrac14$ {glue:text}`mc_secs_quarter` s, IRLS-1
 # {glue:text}`mc_secs_irls` s, the network {glue:text}`mc_secs_dln` s.
 #
@@ -516,8 +552,9 @@ low_rank_cell = (min(P.mc_phase_ranks), 4.0)
 Y, mask = low_rank_completion(P.mc_phase_d, low_rank_cell[0],
                               int(round(4.0 * low_rank_cell[0] * (2 * P.mc_phase_d - low_rank_cell[0]))),
                               generator=problem_seed(300))
-dln_low = deep_linear_completion(Y.to(dev), mask.to(dev), depth=3, init_scale=0.1, lr=1e-3, steps=P.dln_steps,
-                                   seed=problem_seed(0), Y_eval=Y.to(dev))["eval_error"][-1]
+dln_cell = deep_linear_completion(Y.to(dev), mask.to(dev), depth=3, init_scale=0.1, lr=1e-3, steps=P.dln_steps,
+                                  seed=problem_seed(0), Y_eval=Y.to(dev), train_tol=P.net_tol)
+dln_low = dln_cell["eval_error"][-1]
 rfm_low = L.lin_rfm_completion(Y.to(dev), mask.to(dev), iters=P.mc_phase_iters, Y_eval=Y.to(dev))["eval_error"][-1]
 
 # %% [markdown]
@@ -537,7 +574,9 @@ for rank, row in grid.iterrows():
     full_rows = row[row >= 1.0]
     per_rank[rank] = float(full_rows.index.min()) if len(full_rows) else float("nan")
 rfm.book.glue("mcp_low_rank", f"{low_rank_cell[0]}")
-rfm.book.glue_many(dict(low_dln=dln_low, low_rfm=rfm_low), "{:.1e}", prefix="mcp_")
+rfm.book.glue_many(dict(low_dln=dln_low, low_rfm=rfm_low, low_dln_res=dln_cell["train_residual"]), "{:.1e}",
+                   prefix="mcp_")
+rfm.book.glue("mcp_low_dln_conv", "converged" if dln_cell["converged"] else "did not converge")
 rfm.book.glue_many(dict(low=mc_phase_low, high=mc_phase_high), "{:.2f}", prefix="mcp_")
 rfm.book.glue("mcp_per_rank", "; ".join(f"rank {rank}: " + ("none on the grid" if np.isnan(v) else f"{v:g}")
                                        for rank, v in per_rank.items()));
@@ -561,7 +600,8 @@ plt.show()
 # low rank is the *hardest* case here: a rank-1 matrix of this size has few observations per row and column at a
 # given ratio (about $2 \times$ ratio $\times\, r$ per row), and lin-RFM, like IRLS without smoothing, can lock onto
 # a wrong low-rank metric early. On the first rank-{glue:text}`mcp_low_rank` problem at 4 observations
-# per degree of freedom, the deep linear network of section 3 reaches a test error of {glue:text}`mcp_low_dln`
+# per degree of freedom, the deep linear network of section 3, trained the same way (it {glue:text}`mcp_low_dln_conv`,
+# training residual {glue:text}`mcp_low_dln_res`), reaches a test error of {glue:text}`mcp_low_dln`
 # against lin-RFM's {glue:text}`mcp_low_rfm`: below lin-RFM's transition the comparison with the network can turn.
 # The claim "recovers low-rank matrices" holds above a transition that depends on the rank.
 
@@ -649,16 +689,22 @@ plt.show()
 # {glue:text}`cal_sparse_vs_network_worst` for `sparse_vs_network` (rule {glue:text}`rule_sparse_vs_network`),
 # {glue:text}`cal_completion_error_worst` for `completion_error` (rule {glue:text}`rule_completion_error`),
 # {glue:text}`cal_completion_vs_quarter_worst` and {glue:text}`cal_completion_vs_dln_worst` for the two completion
-# comparisons (rule {glue:text}`rule_completion_vs_quarter`), and {glue:text}`cal_time_to_accuracy_worst` for the
+# comparisons (rules {glue:text}`rule_completion_vs_quarter` and {glue:text}`rule_completion_vs_dln`), and {glue:text}`cal_time_to_accuracy_worst` for the
 # timing (rule {glue:text}`rule_time_to_accuracy`), which depends on the machine.
 #
 # * `sparse_gain`: lin-RFM ($\alpha = \tfrac14$) against its iteration 0, the minimum-norm solution.
-# * `sparse_vs_network`: lin-RFM ($\alpha = \tfrac14$) against the diagonal linear network.
+# * `sparse_vs_network`: lin-RFM ($\alpha = \tfrac14$) against the diagonal linear network trained to convergence
+#   (relative training residual at most {glue:text}`net_tol`). The rule is the claim's sign, lin-RFM's error below
+#   the network's; the networks were trained for a fixed budget of steps in the calibration glued above, which
+#   predates this change, so its values are not yet those of this comparison.
 # * `sparse_phase_gap`: the largest difference, over the $n/s$ grid, between the share of problems lin-RFM
 #   recovers and the share the minimum-norm solution recovers.
 # * `completion_error`: the SVD-free lin-RFM's median test error (iteration 0 has error 1).
 # * `completion_vs_quarter` and `completion_vs_dln`: the SVD-free lin-RFM against the $\alpha = \tfrac14$ power and
-#   against the deep linear network.
+#   against the deep linear network trained to convergence (`completion_vs_dln`: a sign, as for the sparse
+#   network, with the same caveat on the calibration).
+# * sanity `networks_converged`: the smaller of the shares of diagonal and deep linear networks that reached the
+#   tolerance within their step cap; a precondition of the two network comparisons.
 # * `time_to_accuracy`: seconds of smoothed IRLS-1 over seconds of the SVD-free lin-RFM to the authors' success
 #   level, on the same problems (an order: lin-RFM must get there first; a timing, so it depends on the machine).
 # * sanity `svd_free_speedup`: the eigendecomposition costs more than the product it replaces at the largest $d$.
@@ -675,22 +721,27 @@ plt.show()
 checks = rfm.book.Checks("linear_rfm_irls", P, seed=seed, device=dev, output_dir=output_dir)
 checks.claim("sparse_gain", sp_gain, at_least=5.0,
              what="sparse: median log10(min-norm error / lin-RFM alpha=1/4 error)")
-checks.claim("sparse_vs_network", sp_vs_diag, at_least=4.0,
-             what="sparse: median log10(diagonal linear network error / lin-RFM alpha=1/4 error)")
+checks.claim("sparse_vs_network", sp_vs_diag, at_least=0.0,
+             what="sparse: median log10(diagonal linear network error / lin-RFM alpha=1/4 error), the network "
+                  "trained to convergence (relative training residual at most net_tol)")
 checks.claim("sparse_phase_gap", phase_gap, at_least=0.8,
              what="sparse: max over n/s of (share recovered by lin-RFM alpha=1/4 - share by min-norm)")
 checks.claim("completion_error", mc_median, at_most=1e-5,
              what="completion: median test error of the SVD-free lin-RFM (iteration 0: 1)")
 checks.claim("completion_vs_quarter", mc_vs_quarter, at_least=2.0,
              what="completion: median log10(error alpha=1/4 / error SVD-free alpha=1/2)")
-checks.claim("completion_vs_dln", mc_vs_dln, at_least=2.0,
-             what="completion: median log10(deep linear network error / SVD-free lin-RFM error)")
+checks.claim("completion_vs_dln", mc_vs_dln, at_least=0.0,
+             what="completion: median log10(deep linear network error / SVD-free lin-RFM error), the network "
+                  "trained to convergence (relative training residual at most net_tol)")
 checks.claim("time_to_accuracy", time_to_accuracy, at_least=0.0,
              what="completion: median log10(IRLS-1 seconds / SVD-free lin-RFM seconds) to a relative test error "
                   "of sqrt(1e-3) (IRLS: its whole run if it never gets there)")
 checks.sanity("svd_free_speedup", svd_speedup, at_least=1.0,
               what="metric update at the largest d: seconds through the eigendecomposition / SVD-free "
                    "(a product against an eigendecomposition of the same matrix: cost by construction)")
+checks.sanity("networks_converged", min(diag_conv, dln_conv), at_least=1.0,
+              what="share of the network baselines (diagonal and deep linear) whose relative training residual "
+                   "reached net_tol within the step cap (a precondition of the two network comparisons)")
 checks.sanity("irls_step", step_gap, at_most=1e-8, what="max difference of one lin-RFM step and one IRLS step")
 rfm.book.glue_calibration("linear_rfm_irls", list(checks.checks), fmt="{:.3g}")
 rfm.book.glue_many({name: c.rule for name, c in checks.checks.items()}, prefix="rule_")
@@ -698,6 +749,9 @@ checks.record(
     sparse_final={name: [float(v) for v in e] for name, e in final.items()}, sparse_min_norm=[float(v) for v in min_norm],
     sparse_half_stalled=int(stalled.sum()), diagonal_network_error=[float(v) for v in diag_err],
     diagonal_network_seconds=[float(v) for v in diag_secs], lin_rfm_sparse_seconds=sp_secs,
+    diagonal_network_steps=[r["steps"] for r in diag], diagonal_network_residual=[r["train_residual"] for r in diag],
+    dln_steps_taken=[r["steps"] for r in dln], dln_residual=[r["train_residual"] for r in dln],
+    dln_cell={"error": dln_low, "residual": dln_cell["train_residual"], "steps": dln_cell["steps"]},
     phase=phase.to_dict(orient="index"),
     phase_transition=transition, completion_final={name: [float(v) for v in e] for name, e in mc_final.items()},
     completion_seconds={name: [float(v) for v in e] for name, e in mc_secs.items()},
@@ -767,7 +821,16 @@ def _full_authors(f):
             f"with the switch on held-out entries, after {f['params'].get('authors_iters', 0):,} iterations")
 
 
+def _full_budget(f, steps):
+    """How the full run trained its networks: to a tolerance (net_tol in its settings) or for a fixed budget."""
+    tol = f["params"].get("net_tol")
+    if tol is None:
+        return f"a fixed budget of {f['params'].get(steps, 0):,} steps, not to convergence: that run predates the stop"
+    return f"trained to a relative training residual of {tol:g}, at most {f['params'].get(steps, 0):,} steps"
+
+
 full = rfm.book.glue_full_run("linear_rfm_irls", {
+    "full_dln": lambda f: _full_budget(f, "dln_steps"),
     "full_authors": _full_authors,
     "full_completion": _full_completion,
     "full_held": lambda f: f"{np.median(f['measured']['held_out_error']):.2f}",
@@ -775,7 +838,7 @@ full = rfm.book.glue_full_run("linear_rfm_irls", {
     "full_timing": _full_timing,
     "full_sparse": lambda f: (f"{f['checks']['sparse_gain']['value']:.1f} orders over the minimum-norm solution and "
                               f"{f['checks']['sparse_vs_network']['value']:.1f} over the diagonal network "
-                              f"({f['params'].get('diag_steps', 0):,} steps)"),
+                              f"({_full_budget(f, 'diag_steps')})"),
 })
 
 # %% [markdown]
@@ -785,9 +848,9 @@ full = rfm.book.glue_full_run("linear_rfm_irls", {
 #   not read in the paper). lin-RFM recovers sparse vectors where its iteration 0 cannot, with a sharp transition
 #   in the number of measurements, and recovers low-rank matrices from a few observations per degree of freedom.
 #   The SVD-free power $\alpha = \tfrac12$ completes matrices orders of magnitude more accurately than the
-#   nuclear-norm power in the same number of iterations, and more accurately than a deep linear network trained on
-#   the same entries, above the transition of the phase diagram (the smoke setting has 4 observations per degree of
-#   freedom at rank 3); it reaches the authors' success level sooner than smoothed IRLS-1 on the same problems
+#   nuclear-norm power in the same number of iterations, and more accurately than a deep linear network trained to
+#   convergence on the same entries, above the transition of the phase diagram (the smoke setting has 4
+#   observations per degree of freedom at rank 3); it reaches the authors' success level sooner than smoothed IRLS-1 on the same problems
 #   (`time_to_accuracy`, smoke scale only: the full run predates this check).
 # * **Qualified.** Below the transition lin-RFM does not recover the matrix (and the network can do better there); the
 #   authors' repository setting is such a case for our geometric ridge schedule, not for the authors' schedule
@@ -796,12 +859,16 @@ full = rfm.book.glue_full_run("linear_rfm_irls", {
 #   $\alpha = \tfrac14$ or smoothing is needed. "Faster than IRLS" holds against IRLS with an eigendecomposition
 #   ($p > 0$); the smoothed IRLS-0 of {cite:t}`mohan2012iterative` is SVD-free too, and we did not compare with it.
 #   The deep linear networks are one architecture each (completion: depth 3, Adam, initial scale 0.1, chosen among a
-#   handful; sparse regression: a depth-2 diagonal network, gradient descent, initial scale $10^{-3}$), compared at
-#   a fixed budget of steps, **not at convergence**: the diagonal network's training residual is still
-#   {glue:text}`diag_train` when it stops, and its limit from a small initialisation is close to the minimum
-#   $\ell_1$-norm interpolant {cite:p}`woodworth2020kernel`, which recovers the same vector at this $n/s$. So
-#   `sparse_vs_network` measures how much sooner lin-RFM gets there, not a better answer; "outperforms deep linear
-#   networks" at convergence is not tested here. We do not know which networks and budgets the paper used.
+#   handful; sparse regression: a depth-2 diagonal network, gradient descent, initial scale $10^{-3}$), each trained
+#   to convergence: to a relative training residual of at most {glue:text}`net_tol` ({glue:text}`diag_conv`
+#   diagonal networks and {glue:text}`dln_conv` deep linear networks got there; largest residuals
+#   {glue:text}`diag_train` and {glue:text}`dln_train`). At convergence lin-RFM is still {glue:text}`sp_vs_diag`
+#   orders of magnitude more accurate than the diagonal network in sparse regression and {glue:text}`mc_vs_dln`
+#   than the deep linear network in completion (smoke scale: the committed full run predates the stop). The
+#   diagonal network's limit from an initialisation of $10^{-3}$ is close to the minimum-$\ell_1$ interpolant
+#   {cite:p}`woodworth2020kernel`, which is the sparse vector at this $n/s$, but not equal to it: a smaller
+#   initialisation would bring it closer and take longer to converge, and we did not search over it. We do not
+#   know which networks and budgets the paper used.
 # * **Not compared.** The paper's own figures and timings: its full text was not available offline.
 # * **The full profile** ({glue:text}`full_where`; the figures are in `results/linear_rfm_irls/full_figures/`).
 #   Sparse regression (ten problems, 100 iterations): lin-RFM gains {glue:text}`full_sparse`. The completion phase
@@ -809,7 +876,7 @@ full = rfm.book.glue_full_run("linear_rfm_irls", {
 #   {glue:text}`full_phase`: the transition moves towards the information limit as the rank grows. Timing:
 #   {glue:text}`full_timing`.
 # * **A finding at the authors' repository setting** ($d = 500$, $r = 5$, 10,000 observed entries, which is 2.0
-#   per degree of freedom; 1,000 iterations, a deep linear network of 4,000 steps): **no method recovers the
+#   per degree of freedom; 1,000 iterations, a deep linear network of {glue:text}`full_dln`): **no method recovers the
 #   matrix**: {glue:text}`full_completion` (stopped on held-out observed entries, lin-RFM's median is
 #   {glue:text}`full_held`). Checks that failed there: {glue:text}`full_failed`. At 2 observations per degree of
 #   freedom and rank 5 the problem sits at the edge of the transition of the phase diagram. Our ridge schedule

@@ -84,3 +84,56 @@ def test_the_old_rfm_models_linear_names_warn_and_are_the_same_functions():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         L.lin_rfm_sparse  # noqa: B018 (the names that stayed do not warn)
+
+
+def test_train_tol_stops_at_the_first_record_at_or_below_it_and_says_so():
+    X, w, y = _problem(n=20, d=40, s=3)
+    full = NL.diagonal_network_regression(X, y, depth=1, lr=0.05, steps=4000, eval_every=50)
+    res = NL.diagonal_network_regression(X, y, depth=1, lr=0.05, steps=4000, eval_every=50, train_tol=1e-3)
+    k = res["steps"]
+    assert res["converged"] is True and 0 < k < 4000 and k % 50 == 0
+    assert res["train_residual"] == res["train_error"][-1] <= 1e-3 < res["train_error"][-2]
+    assert len(res["train_error"]) == len(res["time"]) == k // 50 + 1
+    # the first record of the uncapped run at or below the tolerance is the stopping point, with the same weights
+    first = next(i for i, e in enumerate(full["train_error"]) if e <= 1e-3)
+    assert first * 50 == k and full["train_error"][first] == res["train_residual"]
+    # a cap too small to get there: all the steps, converged False, the residual above the tolerance
+    short = NL.diagonal_network_regression(X, y, depth=1, lr=0.05, steps=100, eval_every=50, train_tol=1e-3)
+    assert short["steps"] == 100 and short["converged"] is False and short["train_residual"] > 1e-3
+    # without a tolerance: every step, converged None
+    assert full["steps"] == 4000 and full["converged"] is None
+    with pytest.raises(ValueError, match="train_tol"):
+        NL.diagonal_network_regression(X, y, train_tol=0.0)
+
+
+def test_train_tol_for_the_deep_linear_network_and_none_changes_nothing():
+    Y, mask = _low_rank(d=12, r=1, ratio=3.0)
+    res = NL.deep_linear_completion(Y, mask, depth=1, steps=2000, lr=1e-2, seed=3, Y_eval=Y, train_tol=1e-2)
+    assert res["converged"] is True and res["steps"] < 2000 and res["train_residual"] <= 1e-2 < res["train_error"][-2]
+    assert len(res["eval_error"]) == res["steps"] // 100 + 1
+    # train_tol=None and a tolerance never reached give the same numbers, bit for bit
+    a = NL.deep_linear_completion(Y, mask, depth=2, steps=300, seed=3, Y_eval=Y)
+    b = NL.deep_linear_completion(Y, mask, depth=2, steps=300, seed=3, Y_eval=Y, train_tol=1e-300)
+    assert np.array_equal(a["Y"], b["Y"]) and a["train_error"] == b["train_error"] and a["steps"] == b["steps"] == 300
+    assert a["converged"] is None and b["converged"] is False
+    X, w, y = _problem(n=10, d=20, s=2)
+    c = NL.diagonal_network_regression(X, y, steps=300, w_true=w)
+    e = NL.diagonal_network_regression(X, y, steps=300, w_true=w, train_tol=1e-300)
+    assert np.array_equal(c["w"], e["w"]) and c["eval_error"] == e["eval_error"]
+
+
+def test_diagonal_network_at_small_initialisation_interpolates_near_the_sparse_vector():
+    # Woodworth et al. (2020): trained to interpolation, u^2 - v^2 from a small initialisation approaches the
+    # minimum-l1 interpolant (here the sparse vector itself, checked by a linear programme); from a large one, a
+    # dense interpolant
+    from scipy.optimize import linprog
+    X, w, y = _problem(n=16, d=32, s=2, seed=1)
+    d = X.shape[1]
+    lp = linprog(np.ones(2 * d), A_eq=np.hstack([X, -X]), b_eq=y, bounds=(0, None), method="highs")
+    np.testing.assert_allclose(lp.x[:d] - lp.x[d:], w, atol=1e-8)
+    small = NL.diagonal_network_regression(X, y, depth=2, init_scale=1e-3, lr=0.05, steps=20000, w_true=w,
+                                           train_tol=1e-3)
+    large = NL.diagonal_network_regression(X, y, depth=2, init_scale=0.3, lr=0.05, steps=20000, w_true=w,
+                                           train_tol=1e-3)
+    assert small["converged"] and large["converged"]
+    assert small["eval_error"][-1] < 0.02 and large["eval_error"][-1] > 10 * small["eval_error"][-1]
