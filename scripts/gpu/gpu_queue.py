@@ -11,9 +11,9 @@ jupytext source as a plain Python script with the parameters set after its param
 no Jupyter). A chapter that fails or outruns the time left is recorded with its status and the end of its output.
 
 A committed full run that covers less than the chapter's full profile (:data:`PARTIAL`: tabular_benchmarks run on
-this CPU on the smaller KEEL sets only) keeps the chapter pending. A chapter may have a step that runs before it
-(:data:`BEFORE`: ``scripts/tabular_full.py``, which writes one file per KEEL set and keeps the files already
-there); the files that step wrote travel inside queue.json, and ``--unpack`` writes them back.
+this CPU on the smaller KEEL sets only, rfm_at_scale without EigenPro) keeps the chapter pending. A chapter may
+have a step that runs before it (:data:`BEFORE`: ``scripts/tabular_full.py``, which writes one file per KEEL set
+and keeps the files already there); the files that step wrote travel inside queue.json, and ``--unpack`` writes them back.
 """
 from __future__ import annotations
 
@@ -29,12 +29,15 @@ ROOT = Path(__file__).resolve().parents[2]
 #: The order of the queue: the chapters whose full profile does not fit the 2-core CPU, most wanted first.
 QUEUE = ["neural_feature_ansatz", "deep_learning_phenomena", "in_context_scaling", "catapults_in_sgd", "fact_rfm",
          "one_feature_at_a_time", "parametrisation_and_tuning", "eigenpro_dynamics", "wide_deep_classification",
-         "adaptive_sgd_quadratic", "tabular_benchmarks"]
+         "adaptive_sgd_quadratic", "tabular_benchmarks", "rfm_at_scale"]
 #: Parameters beyond profile and device, per chapter (fact_rfm at the paper's modulus p = 61).
 PARAMS = {"fact_rfm": {"p": 61}}
 #: A committed full run that covers less than the full profile, per chapter: the chapter stays pending. The CPU run
-#: of tabular_benchmarks took only the KEEL sets of up to max_rows rows; the profile's default takes all 43.
-PARTIAL = {"tabular_benchmarks": lambda full: full.get("params", {}).get("max_rows", 0) < 20000}
+#: of tabular_benchmarks took only the KEEL sets of up to max_rows rows; the profile's default takes all 43. The CPU
+#: run of rfm_at_scale left EigenPro 2 and 3 out (``eigenpro=False``; older runs predate the knob); the profile runs
+#: them.
+PARTIAL = {"tabular_benchmarks": lambda full: full.get("params", {}).get("max_rows", 0) < 20000,
+           "rfm_at_scale": lambda full: not full.get("params", {}).get("eigenpro", False)}
 #: A step run before the chapter (from the repository root), and the folder of the files it writes, which travel back
 #: inside queue.json (the device returns only a few files): tabular_benchmarks' per-set results.
 BEFORE = {"tabular_benchmarks": (["scripts/tabular_full.py", "--jobs", str(max(1, (os.cpu_count() or 2) - 2)),

@@ -77,6 +77,18 @@ def test_a_partial_full_run_stays_pending_and_its_step_files_unpack(tmp_path, mo
         q.unpack(tmp_path / "bad.json")
 
 
+def test_rfm_at_scale_without_eigenpro_stays_pending(tmp_path):
+    q = _load("gpu_queue")
+    (tmp_path / "notebooks").mkdir()
+    (tmp_path / "notebooks" / "rfm_at_scale.py").write_text("x = 1\n")
+    full = tmp_path / "results" / "rfm_at_scale" / "full.json"
+    full.parent.mkdir(parents=True)
+    full.write_text(json.dumps({"params": {"n": 20000, "eigenpro": False}}))  # the CPU run: EigenPro left out
+    assert q.pending(tmp_path) == ["rfm_at_scale"]
+    full.write_text(json.dumps({"params": {"n": 20000, "eigenpro": True}}))
+    assert q.pending(tmp_path) == []
+
+
 def test_run_before_runs_the_step_and_packs_its_files(tmp_path, monkeypatch):
     q = _load("gpu_queue")
     monkeypatch.setattr(q, "ROOT", tmp_path)
