@@ -13,7 +13,8 @@ no Jupyter). A chapter that fails or outruns the time left is recorded with its 
 A committed full run that covers less than the chapter's full profile (:data:`PARTIAL`: tabular_benchmarks run on
 this CPU on the smaller KEEL sets only, rfm_at_scale without EigenPro) keeps the chapter pending. A chapter may
 have a step that runs before it (:data:`BEFORE`: ``scripts/tabular_full.py``, which writes one file per KEEL set
-and keeps the files already there); the files that step wrote travel inside queue.json, and ``--unpack`` writes them back.
+and keeps the files already there); the files that step wrote travel inside queue.json, and ``--unpack`` writes
+them back.
 """
 from __future__ import annotations
 
