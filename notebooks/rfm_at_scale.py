@@ -339,18 +339,21 @@ def ep_summary(rel, final, seconds, ref_final):  # one sentence per EigenPro sol
                      for label, v in rel.items())
 
 
+def ep_summary_of(m):  # the same sentence from a committed record's "measured", with the exact and CG fit times
+    return ep_summary(m["rel_eigenpro_max"], {k: v[-1] for k, v in m["mse_eigenpro"].items()}, m["fit_seconds"],
+                      m["mse_cholesky"][-1]) + (f" (Cholesky {m['fit_seconds']['Cholesky']:.1f} s, CG at 1e-3 "
+                                                f"{m['fit_seconds']['CG, tol 1e-3']:.1f} s)")
+
+
 if rel_ep:
     rfm.book.glue("ep_summary", "in this run, " + ep_summary(rel_ep, {k: mse[k][-1] for k in rel_ep},
                                                             {k: fits[k]["seconds"] for k in rel_ep}, ref[-1]))
 else:  # the committed run of this chapter with eigenpro=True at the smoke size (scripts/rerun.py -p eigenpro true)
     ep_run = rfm.book.read_committed("rfm_at_scale/knob_eigenpro.json")
-    m = ep_run["measured"] if ep_run else None
     rfm.book.glue("ep_summary", "not run here (eigenpro=False); in the committed run with eigenpro=True at "
                   f"n = {ep_run['params']['n']:,}, seed {ep_run['seed']} ({ep_run['device']}, {ep_run['date'][:10]}, "
-                  f"commit {ep_run['commit'][:7]}, `results/rfm_at_scale/knob_eigenpro.json`), " + ep_summary(
-                      m["rel_eigenpro_max"], {k: v[-1] for k, v in m["mse_eigenpro"].items()}, m["fit_seconds"],
-                      m["mse_cholesky"][-1]) + f" (Cholesky {m['fit_seconds']['Cholesky']:.1f} s, CG at "
-                  f"1e-3 {m['fit_seconds']['CG, tol 1e-3']:.1f} s)" if m else "not run here (eigenpro=False)")
+                  f"commit {ep_run['commit'][:7]}, `results/rfm_at_scale/knob_eigenpro.json`), "
+                  + ep_summary_of(ep_run["measured"]) if ep_run else "not run here (eigenpro=False)")
 print(rel_ep);
 
 # %% [markdown]
@@ -899,17 +902,11 @@ rfm.book.glue_full_run("rfm_at_scale", {
     "full_loose_pct": lambda f: f"{100 * f['checks']['loose_excess']['value']:,.0f}",
     "full_plain_t0": lambda f: (f"stops after {f['measured']['its_plain'][0]} iteration(s) at a relative residual of "
                                 f"{f['measured']['res_plain'][0]:.2g}"),
-    "full_cond_growth": lambda f: (f"{f['measured']['cond'][-1] / f['measured']['cond'][0]:,.0f}"
-                                   if "cond" in f["measured"] else "(not measured in the committed run)"),
-    "full_cond": lambda f: (", ".join(f"{c:.1e}" for c in f["measured"]["cond"]) if "cond" in f["measured"] else
-                            "not yet measured (the committed full run predates the Lanczos estimate)"),
-    "full_ep": lambda f: ("in the committed full run, " + ep_summary(
-        f["measured"]["rel_eigenpro_max"], {k: v[-1] for k, v in f["measured"]["mse_eigenpro"].items()},
-        f["measured"]["fit_seconds"], f["measured"]["mse_cholesky"][-1]) + (
-        f" (Cholesky {f['measured']['fit_seconds']['Cholesky']:.0f} s, CG at 1e-3 "
-        f"{f['measured']['fit_seconds']['CG, tol 1e-3']:.0f} s)") if f["params"].get("eigenpro") else
-        "the committed full run left them out (`eigenpro=False`, for this CPU's time); `make gpu-queue` reruns the "
-        "full profile with them on a GPU")});
+    "full_cond_growth": lambda f: f"{f['checks']['cond_growth']['value']:,.0f}",
+    "full_cond": lambda f: ", ".join(f"{c:.1e}" for c in f["measured"]["cond"]),
+    "full_ep": lambda f: ("in the committed full run, " + ep_summary_of(f["measured"]) if f["params"].get("eigenpro")
+                          else "the committed full run left them out (`eigenpro=False`); `make gpu-queue` reruns the "
+                               "full profile with them")});
 
 # %% [markdown]
 # ## What we reproduced, and what not
